@@ -1,0 +1,62 @@
+# qemu-drbd: build QEMU 10.0 with the drbd driver, run it, test it.
+#
+#   make          install build dependencies, fetch QEMU, build, run the demo
+#   make check    build if needed, run the drbd unit tests and iotests
+#   make bench    run the benchmarks in tests/bench
+#
+# QEMU's source and all build outputs live under build/ (ignored by git).
+# Compiler output is cached by ccache outside the tree, in $(CCACHE_DIR).
+
+TOP      := $(CURDIR)
+B        := $(TOP)/build
+SRC      := $(B)/qemu-src
+BLD      := $(B)/qemu-build
+MESONDIR := $(B)/meson
+
+export CCACHE_DIR      ?= /var/cache/qemu-drbd/ccache
+export CCACHE_BASEDIR  := $(TOP)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_MAXSIZE  ?= 5G
+export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
+
+.PHONY: all deps build demo check bench clean distclean
+all: demo
+
+deps:
+	@sh scripts/deps.sh
+
+# A new hook patch or fetch script means a fresh source tree.
+$(B)/source.stamp: scripts/get-qemu.sh scripts/qemu-hooks.patch | deps
+	@mkdir -p $(B)
+	sh scripts/get-qemu.sh $(SRC) $(MESONDIR)
+	cd $(SRC) && patch -p1 -s < $(TOP)/scripts/qemu-hooks.patch
+	@touch $@
+
+$(B)/configure.stamp: $(B)/source.stamp scripts/configure.sh
+	sh scripts/overlay.sh $(TOP) $(SRC)
+	sh scripts/configure.sh $(SRC) $(BLD)
+	@touch $@
+
+build: $(B)/configure.stamp
+	@sh scripts/overlay.sh $(TOP) $(SRC)
+	ninja -C $(BLD) $(TARGETS) $(addprefix tests/unit/,$(DRBD_UNIT_TESTS))
+	@echo "built $$($(BLD)/qemu-img --version | head -n 1)"
+
+DRBD_UNIT_TESTS = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-drbd-*.c))
+
+demo: build
+	sh scripts/demo.sh $(BLD)
+
+check: build
+	sh scripts/check.sh $(BLD) $(DRBD_UNIT_TESTS)
+
+bench: build
+	sh tests/bench/run.sh $(BLD)
+
+clean:
+	rm -rf $(BLD) $(B)/configure.stamp
+
+distclean:
+	rm -rf $(B)

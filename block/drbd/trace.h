@@ -1,0 +1,1 @@
+#include "trace/trace-block_drbd.h"

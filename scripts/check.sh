@@ -1,0 +1,55 @@
+#!/bin/sh
+# Run the drbd unit tests and the drbd iotests against a built tree and end
+# with one line "N passed, N failed".  Exit status is non-zero on any failure.
+#
+# usage: check.sh BUILDDIR UNIT-TEST...
+set -u
+
+bld=$(cd "$1" && pwd)
+shift
+log=$bld/drbd-check.log
+: > "$log"
+passed=0
+failed=0
+
+count() {
+    # count TAP-FILE: add its "ok" and "not ok" lines to the totals
+    p=$(grep -c '^ok ' "$1")
+    f=$(grep -c '^not ok ' "$1")
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+tap=$(mktemp)
+trap 'rm -f "$tap"' EXIT
+
+echo "== unit tests"
+for t in "$@"; do
+    exe=$bld/tests/unit/$t
+    if "$exe" --tap -k > "$tap" 2>>"$log"; then rc=0; else rc=$?; fi
+    grep -E '^(not )?ok ' "$tap" | sed "s|^|$t: |"
+    count "$tap"
+    # a crash before any TAP line still counts as a failure
+    if [ "$rc" != 0 ] && ! grep -q '^not ok ' "$tap"; then
+        echo "not ok $t: exited with status $rc"
+        failed=$((failed + 1))
+    fi
+    cat "$tap" >> "$log"
+done
+
+echo "== iotests"
+cd "$bld/tests/qemu-iotests" || exit 1
+if python3 ./check -tap -raw -file -g drbd > "$tap" 2>>"$log"; then rc=0; else rc=$?; fi
+grep -E '^(not )?ok ' "$tap"
+count "$tap"
+if [ "$rc" != 0 ] && ! grep -q '^not ok ' "$tap"; then
+    echo "not ok iotests: check exited with status $rc"
+    failed=$((failed + 1))
+fi
+cat "$tap" >> "$log"
+if [ "$failed" != 0 ]; then
+    echo "details in $log"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" != 0 ]
