@@ -1,0 +1,648 @@
+/*
+ * DRBD-style replication: packet encoding and decoding
+ *
+ * See docs/interop/drbd-protocol.rst for the format.  Every multi-byte
+ * integer is big-endian.  Decoders look at nothing beyond the length
+ * they are given and fill in their output only when they succeed.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qapi/error.h"
+#include "wire.h"
+
+/* Payload layouts: offsets of the fields and sizes of the fixed parts */
+
+/* HELLO */
+#define HELLO_VERSION_MIN       0
+#define HELLO_VERSION_MAX       4
+#define HELLO_NODE_ID           8
+#define HELLO_FLAGS             12
+#define HELLO_NAME_LEN          16
+#define HELLO_NAME              18
+#define HELLO_MIN_SIZE          (HELLO_NAME + 1)
+#define HELLO_MAX_SIZE          (HELLO_NAME + DRBD_RESOURCE_NAME_MAX)
+
+/* SIZES */
+#define SIZES_DISK_SIZE         0
+#define SIZES_MAX_EPOCH_SIZE    8
+#define SIZES_PROTOCOL          12
+#define SIZES_PAD               13
+#define SIZES_SIZE              16
+
+/* STATE */
+#define STATE_ROLE              0
+#define STATE_DISK_STATE        1
+#define STATE_PAD               2
+#define STATE_SIZE              4
+
+/* DATA, ZEROES, DISCARD, RS_DATA */
+#define DATA_OFFSET             0
+#define DATA_ID                 8
+#define DATA_EPOCH              16
+#define DATA_FLAGS              20
+#define DATA_BYTES              24
+#define DATA_PAD                28
+#define DATA_SIZE               DRBD_WIRE_DATA_FIXED_SIZE
+#define DATA_MIN_SIZE           (DATA_SIZE + DRBD_WIRE_ALIGN)
+#define DATA_MAX_SIZE           (DATA_SIZE + DRBD_WIRE_MAX_DATA)
+
+/* RECV_ACK, WRITE_ACK, NEG_ACK, RS_REQUEST, OUT_OF_SYNC */
+#define ACK_OFFSET              0
+#define ACK_ID                  8
+#define ACK_BYTES               16
+#define ACK_PAD                 20
+#define ACK_SIZE                24
+
+/* BARRIER, BARRIER_ACK */
+#define BARRIER_EPOCH           0
+#define BARRIER_SET_SIZE        4
+#define BARRIER_FLAGS           8
+#define BARRIER_SIZE            12
+
+/* Header */
+#define HDR_MAGIC               0
+#define HDR_CMD                 4
+#define HDR_RESERVED            6
+#define HDR_LENGTH              8
+
+QEMU_BUILD_BUG_ON(HDR_LENGTH + 4 != DRBD_WIRE_HEADER_SIZE);
+QEMU_BUILD_BUG_ON(DATA_PAD + 4 != DATA_SIZE);
+QEMU_BUILD_BUG_ON(DATA_MAX_SIZE > DRBD_WIRE_MAX_PAYLOAD);
+QEMU_BUILD_BUG_ON(HELLO_MAX_SIZE > DRBD_WIRE_MAX_PAYLOAD);
+QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_DATA % DRBD_WIRE_ALIGN != 0);
+QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_ZEROES % DRBD_WIRE_ALIGN != 0);
+QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_ZEROES > UINT32_MAX);
+
+typedef struct DrbdCmdInfo {
+    const char *name;
+    uint32_t min_len;       /* of the payload */
+    uint32_t max_len;
+} DrbdCmdInfo;
+
+static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
+    [DRBD_CMD_HELLO]        = { "HELLO", HELLO_MIN_SIZE, HELLO_MAX_SIZE },
+    [DRBD_CMD_SIZES]        = { "SIZES", SIZES_SIZE, SIZES_SIZE },
+    [DRBD_CMD_STATE]        = { "STATE", STATE_SIZE, STATE_SIZE },
+    [DRBD_CMD_DATA]         = { "DATA", DATA_MIN_SIZE, DATA_MAX_SIZE },
+    [DRBD_CMD_ZEROES]       = { "ZEROES", DATA_SIZE, DATA_SIZE },
+    [DRBD_CMD_DISCARD]      = { "DISCARD", DATA_SIZE, DATA_SIZE },
+    [DRBD_CMD_BARRIER]      = { "BARRIER", BARRIER_SIZE, BARRIER_SIZE },
+    [DRBD_CMD_RECV_ACK]     = { "RECV_ACK", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_WRITE_ACK]    = { "WRITE_ACK", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_NEG_ACK]      = { "NEG_ACK", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_BARRIER_ACK]  = { "BARRIER_ACK", BARRIER_SIZE, BARRIER_SIZE },
+    [DRBD_CMD_PING]         = { "PING", 0, 0 },
+    [DRBD_CMD_PING_ACK]     = { "PING_ACK", 0, 0 },
+    [DRBD_CMD_RS_REQUEST]   = { "RS_REQUEST", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_RS_DATA]      = { "RS_DATA", DATA_MIN_SIZE, DATA_MAX_SIZE },
+    [DRBD_CMD_OUT_OF_SYNC]  = { "OUT_OF_SYNC", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_RS_DONE]      = { "RS_DONE", 0, 0 },
+};
+
+const char *drbd_cmd_name(uint16_t cmd)
+{
+    if (cmd >= DRBD_CMD__MAX || !drbd_cmd_info[cmd].name) {
+        return "unknown";
+    }
+    return drbd_cmd_info[cmd].name;
+}
+
+static bool is_data_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
+}
+
+static bool is_request_cmd(uint16_t cmd)
+{
+    return is_data_cmd(cmd) ||
+           cmd == DRBD_CMD_ZEROES || cmd == DRBD_CMD_DISCARD;
+}
+
+static bool is_block_ack_cmd(uint16_t cmd)
+{
+    switch (cmd) {
+    case DRBD_CMD_RECV_ACK:
+    case DRBD_CMD_WRITE_ACK:
+    case DRBD_CMD_NEG_ACK:
+    case DRBD_CMD_RS_REQUEST:
+    case DRBD_CMD_OUT_OF_SYNC:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool is_barrier_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_BARRIER || cmd == DRBD_CMD_BARRIER_ACK;
+}
+
+static bool is_empty_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_PING || cmd == DRBD_CMD_PING_ACK ||
+           cmd == DRBD_CMD_RS_DONE;
+}
+
+static bool all_zero(const uint8_t *buf, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (buf[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Encoding
+ */
+
+static void put_header(uint8_t *buf, uint16_t cmd, uint32_t length)
+{
+    stl_be_p(buf + HDR_MAGIC, DRBD_WIRE_MAGIC);
+    stw_be_p(buf + HDR_CMD, cmd);
+    stw_be_p(buf + HDR_RESERVED, 0);
+    stl_be_p(buf + HDR_LENGTH, length);
+}
+
+void drbd_wire_put_hello(GByteArray *out, const DrbdHello *h)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + HELLO_MAX_SIZE];
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+    size_t name_len = strnlen(h->resource, sizeof(h->resource));
+
+    assert(name_len >= 1 && name_len <= DRBD_RESOURCE_NAME_MAX);
+
+    put_header(buf, DRBD_CMD_HELLO, HELLO_NAME + name_len);
+    stl_be_p(p + HELLO_VERSION_MIN, h->version_min);
+    stl_be_p(p + HELLO_VERSION_MAX, h->version_max);
+    stl_be_p(p + HELLO_NODE_ID, h->node_id);
+    stl_be_p(p + HELLO_FLAGS, h->flags);
+    stw_be_p(p + HELLO_NAME_LEN, name_len);
+    memcpy(p + HELLO_NAME, h->resource, name_len);
+    g_byte_array_append(out, buf,
+                        DRBD_WIRE_HEADER_SIZE + HELLO_NAME + name_len);
+}
+
+void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + SIZES_SIZE] = { 0 };
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+
+    put_header(buf, DRBD_CMD_SIZES, SIZES_SIZE);
+    stq_be_p(p + SIZES_DISK_SIZE, s->disk_size);
+    stl_be_p(p + SIZES_MAX_EPOCH_SIZE, s->max_epoch_size);
+    p[SIZES_PROTOCOL] = s->protocol;
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + STATE_SIZE] = { 0 };
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+
+    put_header(buf, DRBD_CMD_STATE, STATE_SIZE);
+    p[STATE_ROLE] = s->role;
+    p[STATE_DISK_STATE] = s->disk_state;
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+static void put_request(GByteArray *out, uint16_t cmd, uint32_t length,
+                        const DrbdDataPacket *p)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + DATA_SIZE];
+    uint8_t *q = buf + DRBD_WIRE_HEADER_SIZE;
+
+    put_header(buf, cmd, length);
+    stq_be_p(q + DATA_OFFSET, p->offset);
+    stq_be_p(q + DATA_ID, p->id);
+    stl_be_p(q + DATA_EPOCH, p->epoch);
+    stl_be_p(q + DATA_FLAGS, p->flags);
+    stl_be_p(q + DATA_BYTES, p->bytes);
+    stl_be_p(q + DATA_PAD, 0);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_data(GByteArray *out, uint16_t cmd,
+                        const DrbdDataPacket *p)
+{
+    assert(is_request_cmd(cmd));
+
+    if (is_data_cmd(cmd)) {
+        drbd_wire_put_data_header(out, cmd, p);
+        g_byte_array_append(out, p->data, p->bytes);
+    } else {
+        put_request(out, cmd, DATA_SIZE, p);
+    }
+}
+
+void drbd_wire_put_data_header(GByteArray *out, uint16_t cmd,
+                               const DrbdDataPacket *p)
+{
+    assert(is_data_cmd(cmd));
+    assert(p->bytes <= DRBD_WIRE_MAX_DATA);
+
+    put_request(out, cmd, DATA_SIZE + p->bytes, p);
+}
+
+void drbd_wire_put_block_ack(GByteArray *out, uint16_t cmd,
+                             const DrbdBlockAck *a)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + ACK_SIZE];
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+
+    assert(is_block_ack_cmd(cmd));
+
+    put_header(buf, cmd, ACK_SIZE);
+    stq_be_p(p + ACK_OFFSET, a->offset);
+    stq_be_p(p + ACK_ID, a->id);
+    stl_be_p(p + ACK_BYTES, a->bytes);
+    stl_be_p(p + ACK_PAD, 0);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_barrier(GByteArray *out, uint16_t cmd,
+                           const DrbdBarrier *b)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + BARRIER_SIZE];
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+
+    assert(is_barrier_cmd(cmd));
+
+    put_header(buf, cmd, BARRIER_SIZE);
+    stl_be_p(p + BARRIER_EPOCH, b->epoch);
+    stl_be_p(p + BARRIER_SET_SIZE, b->set_size);
+    /* flags are reserved in BARRIER_ACK */
+    stl_be_p(p + BARRIER_FLAGS, cmd == DRBD_CMD_BARRIER ? b->flags : 0);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_empty(GByteArray *out, uint16_t cmd)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE];
+
+    assert(is_empty_cmd(cmd));
+
+    put_header(buf, cmd, 0);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+/*
+ * Decoding
+ */
+
+int drbd_wire_get_header(const uint8_t *buf, DrbdHeader *h, Error **errp)
+{
+    uint32_t magic = ldl_be_p(buf + HDR_MAGIC);
+    uint16_t cmd = lduw_be_p(buf + HDR_CMD);
+    uint16_t reserved = lduw_be_p(buf + HDR_RESERVED);
+    uint32_t length = ldl_be_p(buf + HDR_LENGTH);
+    const DrbdCmdInfo *info;
+
+    if (magic != DRBD_WIRE_MAGIC) {
+        error_setg(errp, "packet header: bad magic 0x%08" PRIx32
+                   " (expected 0x%08x)", magic, DRBD_WIRE_MAGIC);
+        return -EINVAL;
+    }
+    if (cmd >= DRBD_CMD__MAX || !drbd_cmd_info[cmd].name) {
+        error_setg(errp, "packet header: unknown command %u", cmd);
+        return -EINVAL;
+    }
+    info = &drbd_cmd_info[cmd];
+    if (reserved) {
+        error_setg(errp, "%s packet: reserved header field is 0x%04x, "
+                   "not zero", info->name, reserved);
+        return -EINVAL;
+    }
+    if (info->min_len == info->max_len && length != info->min_len) {
+        error_setg(errp, "%s packet: payload length %" PRIu32
+                   " is impossible (expected %" PRIu32 " bytes)",
+                   info->name, length, info->min_len);
+        return -EINVAL;
+    }
+    if (length < info->min_len || length > info->max_len) {
+        error_setg(errp, "%s packet: payload length %" PRIu32
+                   " is impossible (expected %" PRIu32 " to %" PRIu32
+                   " bytes)", info->name, length, info->min_len,
+                   info->max_len);
+        return -EINVAL;
+    }
+    if (is_data_cmd(cmd) && (length - DATA_SIZE) % DRBD_WIRE_ALIGN) {
+        error_setg(errp, "%s packet: payload length %" PRIu32
+                   " is impossible (data is not a multiple of %d bytes)",
+                   info->name, length, DRBD_WIRE_ALIGN);
+        return -EINVAL;
+    }
+
+    h->cmd = cmd;
+    h->length = length;
+    return 0;
+}
+
+static int check_len(const char *name, size_t len, size_t expected,
+                     Error **errp)
+{
+    if (len != expected) {
+        error_setg(errp, "%s packet: payload is %zu bytes (expected %zu)",
+                   name, len, expected);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int check_cmd(const char *what, uint16_t cmd, bool ok, Error **errp)
+{
+    if (!ok) {
+        error_setg(errp, "%s packet: cannot decode it as %s",
+                   drbd_cmd_name(cmd), what);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * Check the range that a request or block ack covers: @bytes must be
+ * positive, at most @max_bytes, and with @offset aligned; the range must
+ * not overflow the block layer's 63-bit offsets, nor (where @disk_size is
+ * not 0) reach beyond @disk_size.
+ */
+static int check_range(const char *name, uint64_t offset, uint32_t bytes,
+                       uint32_t max_bytes, uint64_t disk_size, Error **errp)
+{
+    if (bytes == 0) {
+        error_setg(errp, "%s packet: request of zero bytes", name);
+        return -EINVAL;
+    }
+    if (bytes > max_bytes) {
+        error_setg(errp, "%s packet: %" PRIu32 " bytes is more than the "
+                   "limit of %" PRIu32, name, bytes, max_bytes);
+        return -EINVAL;
+    }
+    if (offset % DRBD_WIRE_ALIGN) {
+        error_setg(errp, "%s packet: offset %" PRIu64 " is not a multiple "
+                   "of %d", name, offset, DRBD_WIRE_ALIGN);
+        return -EINVAL;
+    }
+    if (bytes % DRBD_WIRE_ALIGN) {
+        error_setg(errp, "%s packet: length %" PRIu32 " is not a multiple "
+                   "of %d", name, bytes, DRBD_WIRE_ALIGN);
+        return -EINVAL;
+    }
+    if (offset > INT64_MAX - bytes) {
+        error_setg(errp, "%s packet: offset %" PRIu64 " + %" PRIu32
+                   " bytes overflows", name, offset, bytes);
+        return -EINVAL;
+    }
+    if (disk_size && (bytes > disk_size || offset > disk_size - bytes)) {
+        error_setg(errp, "%s packet: offset %" PRIu64 " + %" PRIu32
+                   " bytes is beyond the device (%" PRIu64 " bytes)",
+                   name, offset, bytes, disk_size);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_wire_get_hello(const uint8_t *buf, size_t len, DrbdHello *h,
+                        Error **errp)
+{
+    DrbdHello hello = { 0 };
+    size_t name_len;
+
+    if (len < HELLO_MIN_SIZE || len > HELLO_MAX_SIZE) {
+        error_setg(errp, "HELLO packet: payload is %zu bytes "
+                   "(expected %d to %d)", len, HELLO_MIN_SIZE,
+                   HELLO_MAX_SIZE);
+        return -EINVAL;
+    }
+
+    hello.version_min = ldl_be_p(buf + HELLO_VERSION_MIN);
+    hello.version_max = ldl_be_p(buf + HELLO_VERSION_MAX);
+    hello.node_id = ldl_be_p(buf + HELLO_NODE_ID);
+    hello.flags = ldl_be_p(buf + HELLO_FLAGS);
+    name_len = lduw_be_p(buf + HELLO_NAME_LEN);
+
+    if (hello.version_min == 0) {
+        error_setg(errp, "HELLO packet: version 0 does not exist");
+        return -EINVAL;
+    }
+    if (hello.version_min > hello.version_max) {
+        error_setg(errp, "HELLO packet: lowest version %" PRIu32
+                   " is above highest version %" PRIu32,
+                   hello.version_min, hello.version_max);
+        return -EINVAL;
+    }
+    if (hello.flags & ~DRBD_HELLO_ALL) {
+        error_setg(errp, "HELLO packet: unknown flags 0x%" PRIx32,
+                   hello.flags & ~DRBD_HELLO_ALL);
+        return -EINVAL;
+    }
+    if (name_len == 0) {
+        error_setg(errp, "HELLO packet: empty resource name");
+        return -EINVAL;
+    }
+    if (name_len > DRBD_RESOURCE_NAME_MAX) {
+        error_setg(errp, "HELLO packet: resource name of %zu bytes is "
+                   "longer than %d", name_len, DRBD_RESOURCE_NAME_MAX);
+        return -EINVAL;
+    }
+    if (name_len != len - HELLO_NAME) {
+        error_setg(errp, "HELLO packet: resource name of %zu bytes does "
+                   "not fill the %zu bytes left in the payload",
+                   name_len, len - HELLO_NAME);
+        return -EINVAL;
+    }
+    if (memchr(buf + HELLO_NAME, '\0', name_len)) {
+        error_setg(errp, "HELLO packet: resource name contains a NUL byte");
+        return -EINVAL;
+    }
+    memcpy(hello.resource, buf + HELLO_NAME, name_len);
+    hello.resource[name_len] = '\0';
+
+    *h = hello;
+    return 0;
+}
+
+int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
+                        Error **errp)
+{
+    DrbdSizes sizes;
+
+    if (check_len("SIZES", len, SIZES_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+
+    sizes.disk_size = ldq_be_p(buf + SIZES_DISK_SIZE);
+    sizes.max_epoch_size = ldl_be_p(buf + SIZES_MAX_EPOCH_SIZE);
+    sizes.protocol = buf[SIZES_PROTOCOL];
+
+    if (sizes.disk_size > INT64_MAX) {
+        error_setg(errp, "SIZES packet: disk size %" PRIu64 " is too large",
+                   sizes.disk_size);
+        return -EINVAL;
+    }
+    if (sizes.protocol != 'A' && sizes.protocol != 'B' &&
+        sizes.protocol != 'C') {
+        error_setg(errp, "SIZES packet: unknown protocol 0x%02x "
+                   "(expected 'A', 'B' or 'C')", sizes.protocol);
+        return -EINVAL;
+    }
+    if (!all_zero(buf + SIZES_PAD, SIZES_SIZE - SIZES_PAD)) {
+        error_setg(errp, "SIZES packet: padding is not zero");
+        return -EINVAL;
+    }
+
+    *s = sizes;
+    return 0;
+}
+
+int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
+                        Error **errp)
+{
+    DrbdStatePacket state;
+
+    if (check_len("STATE", len, STATE_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+
+    state.role = buf[STATE_ROLE];
+    state.disk_state = buf[STATE_DISK_STATE];
+
+    if (state.role > DRBD_WIRE_ROLE_MAX) {
+        error_setg(errp, "STATE packet: unknown role %u (at most %d)",
+                   state.role, DRBD_WIRE_ROLE_MAX);
+        return -EINVAL;
+    }
+    if (state.disk_state > DRBD_WIRE_DISK_STATE_MAX) {
+        error_setg(errp, "STATE packet: unknown disk state %u (at most %d)",
+                   state.disk_state, DRBD_WIRE_DISK_STATE_MAX);
+        return -EINVAL;
+    }
+    if (!all_zero(buf + STATE_PAD, STATE_SIZE - STATE_PAD)) {
+        error_setg(errp, "STATE packet: padding is not zero");
+        return -EINVAL;
+    }
+
+    *s = state;
+    return 0;
+}
+
+int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
+                       uint64_t disk_size, DrbdDataPacket *p, Error **errp)
+{
+    const char *name = drbd_cmd_name(cmd);
+    bool has_data = is_data_cmd(cmd);
+    DrbdDataPacket req;
+    uint32_t pad;
+
+    if (check_cmd("DATA, ZEROES, DISCARD or RS_DATA", cmd,
+                  is_request_cmd(cmd), errp) < 0) {
+        return -EINVAL;
+    }
+    if (len < DATA_SIZE) {
+        error_setg(errp, "%s packet: payload is %zu bytes (expected at "
+                   "least %d)", name, len, DATA_SIZE);
+        return -EINVAL;
+    }
+
+    req.offset = ldq_be_p(buf + DATA_OFFSET);
+    req.id = ldq_be_p(buf + DATA_ID);
+    req.epoch = ldl_be_p(buf + DATA_EPOCH);
+    req.flags = ldl_be_p(buf + DATA_FLAGS);
+    req.bytes = ldl_be_p(buf + DATA_BYTES);
+    pad = ldl_be_p(buf + DATA_PAD);
+    req.data = has_data ? buf + DATA_SIZE : NULL;
+
+    if (pad) {
+        error_setg(errp, "%s packet: padding is not zero", name);
+        return -EINVAL;
+    }
+    if (req.flags & ~DRBD_DP_ALL) {
+        error_setg(errp, "%s packet: unknown flags 0x%" PRIx32, name,
+                   req.flags & ~DRBD_DP_ALL);
+        return -EINVAL;
+    }
+    if (check_range(name, req.offset, req.bytes,
+                    has_data ? DRBD_WIRE_MAX_DATA : DRBD_WIRE_MAX_ZEROES,
+                    disk_size, errp) < 0) {
+        return -EINVAL;
+    }
+    /* bytes is now at most DRBD_WIRE_MAX_DATA: the sum cannot overflow */
+    if (check_len(name, len, DATA_SIZE + (has_data ? req.bytes : 0),
+                  errp) < 0) {
+        return -EINVAL;
+    }
+
+    *p = req;
+    return 0;
+}
+
+int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,
+                            uint64_t disk_size, DrbdBlockAck *a,
+                            Error **errp)
+{
+    const char *name = drbd_cmd_name(cmd);
+    DrbdBlockAck ack;
+
+    if (check_cmd("a block ack", cmd, is_block_ack_cmd(cmd), errp) < 0) {
+        return -EINVAL;
+    }
+    if (check_len(name, len, ACK_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+
+    ack.offset = ldq_be_p(buf + ACK_OFFSET);
+    ack.id = ldq_be_p(buf + ACK_ID);
+    ack.bytes = ldl_be_p(buf + ACK_BYTES);
+
+    if (ldl_be_p(buf + ACK_PAD)) {
+        error_setg(errp, "%s packet: padding is not zero", name);
+        return -EINVAL;
+    }
+    if (check_range(name, ack.offset, ack.bytes,
+                    cmd == DRBD_CMD_RS_REQUEST ? DRBD_WIRE_MAX_DATA
+                                               : DRBD_WIRE_MAX_ZEROES,
+                    disk_size, errp) < 0) {
+        return -EINVAL;
+    }
+
+    *a = ack;
+    return 0;
+}
+
+int drbd_wire_get_barrier(uint16_t cmd, const uint8_t *buf, size_t len,
+                          DrbdBarrier *b, Error **errp)
+{
+    const char *name = drbd_cmd_name(cmd);
+    DrbdBarrier barrier;
+    uint32_t known;
+
+    if (check_cmd("BARRIER or BARRIER_ACK", cmd, is_barrier_cmd(cmd),
+                  errp) < 0) {
+        return -EINVAL;
+    }
+    if (check_len(name, len, BARRIER_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+
+    barrier.epoch = ldl_be_p(buf + BARRIER_EPOCH);
+    barrier.set_size = ldl_be_p(buf + BARRIER_SET_SIZE);
+    barrier.flags = ldl_be_p(buf + BARRIER_FLAGS);
+
+    /* BARRIER_ACK has no flags */
+    known = cmd == DRBD_CMD_BARRIER ? DRBD_BARRIER_ALL : 0;
+    if (barrier.flags & ~known) {
+        error_setg(errp, "%s packet: unknown flags 0x%" PRIx32, name,
+                   barrier.flags & ~known);
+        return -EINVAL;
+    }
+
+    *b = barrier;
+    return 0;
+}

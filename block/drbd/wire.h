@@ -1,0 +1,200 @@
+/*
+ * DRBD-style replication: packet encoding and decoding
+ *
+ * Pure code: no I/O, no QEMU globals.  Every decoder checks the bounds of
+ * what it is given and fails with an Error rather than reading or writing
+ * out of range, so that it can be fed bytes from the network (and from a
+ * fuzzer) as they come.  The format is documented byte by byte in
+ * docs/interop/drbd-protocol.rst.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef BLOCK_DRBD_WIRE_H
+#define BLOCK_DRBD_WIRE_H
+
+#include "qapi/error.h"
+#include "qemu/units.h"
+
+#define DRBD_WIRE_MAGIC         0x44524251  /* "DRBQ" */
+#define DRBD_WIRE_HEADER_SIZE   12
+
+/* Versions this implementation speaks; the handshake agrees on one. */
+#define DRBD_PROTO_VERSION_MIN  1
+#define DRBD_PROTO_VERSION_MAX  1
+
+/* The largest payload of any packet: a data packet of 1 MiB plus header */
+#define DRBD_WIRE_MAX_DATA      (1 * MiB)
+#define DRBD_WIRE_MAX_PAYLOAD   (DRBD_WIRE_MAX_DATA + 64)
+
+/* The largest range of a ZEROES, DISCARD or block ack packet */
+#define DRBD_WIRE_MAX_ZEROES    (1 * GiB)
+
+/* Offsets and lengths of every request are multiples of this */
+#define DRBD_WIRE_ALIGN         512
+
+/* The fixed part of a DATA, ZEROES, DISCARD or RS_DATA payload */
+#define DRBD_WIRE_DATA_FIXED_SIZE 32
+
+#define DRBD_RESOURCE_NAME_MAX  64
+
+typedef enum DrbdCmd {
+    /* handshake, on both channels */
+    DRBD_CMD_HELLO          = 1,
+    /* connection state, data channel */
+    DRBD_CMD_SIZES          = 2,
+    DRBD_CMD_STATE          = 3,
+    /* replication, data channel */
+    DRBD_CMD_DATA           = 4,
+    DRBD_CMD_ZEROES         = 5,
+    DRBD_CMD_DISCARD        = 6,
+    DRBD_CMD_BARRIER        = 7,
+    /* acks, meta channel */
+    DRBD_CMD_RECV_ACK       = 8,    /* protocol B: received */
+    DRBD_CMD_WRITE_ACK      = 9,    /* protocol C: on the peer's disk */
+    DRBD_CMD_NEG_ACK        = 10,   /* the peer failed the write */
+    DRBD_CMD_BARRIER_ACK    = 11,
+    DRBD_CMD_PING           = 12,
+    DRBD_CMD_PING_ACK       = 13,
+    /* resync, data channel */
+    DRBD_CMD_RS_REQUEST     = 14,   /* sync target asks for a block */
+    DRBD_CMD_RS_DATA        = 15,   /* sync source answers with its data */
+    DRBD_CMD_OUT_OF_SYNC    = 16,   /* a range the receiver must resync */
+    DRBD_CMD_RS_DONE        = 17,   /* sync source: nothing left to send */
+    DRBD_CMD__MAX,
+} DrbdCmd;
+
+typedef struct DrbdHeader {
+    uint16_t cmd;       /* DrbdCmd */
+    uint32_t length;    /* bytes of payload following the header */
+} DrbdHeader;
+
+/* Bits of DrbdHello.flags */
+#define DRBD_HELLO_META_CHANNEL (1u << 0)  /* this socket is the meta channel */
+#define DRBD_HELLO_ALL          DRBD_HELLO_META_CHANNEL
+
+typedef struct DrbdHello {
+    uint32_t version_min;
+    uint32_t version_max;
+    uint32_t node_id;
+    uint32_t flags;
+    char resource[DRBD_RESOURCE_NAME_MAX + 1];  /* NUL-terminated */
+} DrbdHello;
+
+typedef struct DrbdSizes {
+    uint64_t disk_size;         /* bytes of usable data */
+    uint32_t max_epoch_size;
+    uint8_t protocol;           /* 'A', 'B' or 'C' */
+} DrbdSizes;
+
+typedef struct DrbdStatePacket {
+    uint8_t role;               /* DrbdRole as in qapi/drbd.json */
+    uint8_t disk_state;         /* DrbdDiskState as in qapi/drbd.json */
+} DrbdStatePacket;
+
+/* The highest values of DrbdStatePacket's fields that a decoder accepts */
+#define DRBD_WIRE_ROLE_MAX          2
+#define DRBD_WIRE_DISK_STATE_MAX    7
+
+/* Bits of DrbdDataPacket.flags */
+#define DRBD_DP_FUA         (1u << 0)   /* the guest asked for FUA */
+#define DRBD_DP_FLUSH       (1u << 1)   /* flush the disk before this write */
+#define DRBD_DP_MAY_UNMAP   (1u << 2)   /* zeroes: unmapping is allowed */
+#define DRBD_DP_ALL         (DRBD_DP_FUA | DRBD_DP_FLUSH | DRBD_DP_MAY_UNMAP)
+
+/*
+ * DATA, ZEROES, DISCARD and RS_DATA carry a request; for DATA and RS_DATA,
+ * @bytes of data follow the fixed part and @data points into the buffer
+ * that was decoded (it is not copied).
+ */
+typedef struct DrbdDataPacket {
+    uint64_t offset;
+    uint64_t id;            /* the sender's cookie, echoed in the ack */
+    uint32_t epoch;         /* the epoch the write belongs to */
+    uint32_t flags;         /* DRBD_DP_* */
+    uint32_t bytes;
+    const uint8_t *data;    /* DATA and RS_DATA only, else NULL */
+} DrbdDataPacket;
+
+/* RECV_ACK, WRITE_ACK, NEG_ACK, RS_REQUEST, OUT_OF_SYNC */
+typedef struct DrbdBlockAck {
+    uint64_t offset;
+    uint64_t id;
+    uint32_t bytes;
+} DrbdBlockAck;
+
+/* Bits of DrbdBarrier.flags */
+#define DRBD_BARRIER_FLUSH  (1u << 0)   /* flush the disk before acking */
+#define DRBD_BARRIER_ALL    DRBD_BARRIER_FLUSH
+
+/*
+ * BARRIER closes @epoch, in which the sender sent @set_size writes;
+ * BARRIER_ACK says that the epoch's @set_size writes are done (and, if
+ * the barrier asked, flushed)
+ */
+typedef struct DrbdBarrier {
+    uint32_t epoch;
+    uint32_t set_size;
+    uint32_t flags;         /* BARRIER only: DRBD_BARRIER_* */
+} DrbdBarrier;
+
+const char *drbd_cmd_name(uint16_t cmd);
+
+/*
+ * Encoders append one whole packet (header and payload) to @out.  They
+ * cannot fail: what they are given comes from ourselves.
+ */
+void drbd_wire_put_hello(GByteArray *out, const DrbdHello *h);
+void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s);
+void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s);
+/*
+ * @cmd is DATA, ZEROES, DISCARD or RS_DATA; data is appended for DATA
+ * and RS_DATA only (@p->bytes of it from @p->data)
+ */
+void drbd_wire_put_data(GByteArray *out, uint16_t cmd,
+                        const DrbdDataPacket *p);
+/*
+ * Only the fixed part and header of a DATA/RS_DATA packet, for a sender
+ * that writes the data from a QEMUIOVector itself
+ */
+void drbd_wire_put_data_header(GByteArray *out, uint16_t cmd,
+                               const DrbdDataPacket *p);
+/* @cmd is RECV_ACK, WRITE_ACK, NEG_ACK, RS_REQUEST or OUT_OF_SYNC */
+void drbd_wire_put_block_ack(GByteArray *out, uint16_t cmd,
+                             const DrbdBlockAck *a);
+/* @cmd is BARRIER or BARRIER_ACK */
+void drbd_wire_put_barrier(GByteArray *out, uint16_t cmd,
+                           const DrbdBarrier *b);
+/* @cmd is PING, PING_ACK or RS_DONE: a header and no payload */
+void drbd_wire_put_empty(GByteArray *out, uint16_t cmd);
+
+/*
+ * Decode a header from exactly DRBD_WIRE_HEADER_SIZE bytes.  Fails on a
+ * wrong magic, an unknown command, a non-zero reserved field, and a
+ * length that the command can never have.
+ */
+int drbd_wire_get_header(const uint8_t *buf, DrbdHeader *h, Error **errp);
+
+/*
+ * Payload decoders: @buf holds exactly @len bytes of payload of a packet
+ * whose header said @cmd.  A length that does not fit the command, a
+ * field out of its range, or a request that reaches beyond @disk_size
+ * (where given; 0 disables that check) fails with -EINVAL and @errp set.
+ */
+int drbd_wire_get_hello(const uint8_t *buf, size_t len, DrbdHello *h,
+                        Error **errp);
+int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
+                        Error **errp);
+int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
+                        Error **errp);
+int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
+                       uint64_t disk_size, DrbdDataPacket *p, Error **errp);
+int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,
+                            uint64_t disk_size, DrbdBlockAck *a,
+                            Error **errp);
+int drbd_wire_get_barrier(uint16_t cmd, const uint8_t *buf, size_t len,
+                          DrbdBarrier *b, Error **errp);
+
+#endif /* BLOCK_DRBD_WIRE_H */

@@ -1,0 +1,1265 @@
+/*
+ * drbd packet codec: what is encoded decodes to the same, and what the
+ * network may send (bad fields, truncated or mangled packets) is refused
+ * without reading out of bounds
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bswap.h"
+#include "../../block/drbd/wire.h"
+
+/*
+ * The layout as docs/interop/drbd-protocol.rst describes it, written out
+ * again here so that the tests check the encoder against the document.
+ */
+#define HDR             DRBD_WIRE_HEADER_SIZE
+#define HELLO_NAME_LEN  16
+#define HELLO_NAME      18
+#define SIZES_SIZE      16
+#define SIZES_PROTOCOL  12
+#define SIZES_PAD       13
+#define STATE_SIZE      4
+#define DATA_OFFSET     0
+#define DATA_FLAGS      20
+#define DATA_BYTES      24
+#define DATA_PAD        28
+#define DATA_SIZE       32
+#define ACK_OFFSET      0
+#define ACK_BYTES       16
+#define ACK_PAD         20
+#define ACK_SIZE        24
+#define BARRIER_FLAGS   8
+#define BARRIER_SIZE    12
+
+#define DISK_SIZE       (64 * MiB)
+
+static const uint16_t block_ack_cmds[] = {
+    DRBD_CMD_RECV_ACK, DRBD_CMD_WRITE_ACK, DRBD_CMD_NEG_ACK,
+    DRBD_CMD_RS_REQUEST, DRBD_CMD_OUT_OF_SYNC,
+};
+
+static const uint16_t empty_cmds[] = {
+    DRBD_CMD_PING, DRBD_CMD_PING_ACK, DRBD_CMD_RS_DONE,
+};
+
+/* Assert that a decoder failed as it must: -EINVAL and an Error */
+static void assert_failed(int ret, Error **errp)
+{
+    g_assert_cmpint(ret, ==, -EINVAL);
+    g_assert_nonnull(*errp);
+    g_assert_cmpstr(error_get_pretty(*errp), !=, "");
+    error_free(*errp);
+    *errp = NULL;
+}
+
+/* Likewise, with the message that says what is wrong */
+static void assert_failed_with(int ret, Error **errp, const char *msg)
+{
+    g_assert_cmpint(ret, ==, -EINVAL);
+    g_assert_nonnull(*errp);
+    g_assert_cmpstr(error_get_pretty(*errp), ==, msg);
+    error_free(*errp);
+    *errp = NULL;
+}
+
+static void make_header(uint8_t *buf, uint32_t magic, uint16_t cmd,
+                        uint16_t reserved, uint32_t length)
+{
+    stl_be_p(buf, magic);
+    stw_be_p(buf + 4, cmd);
+    stw_be_p(buf + 6, reserved);
+    stl_be_p(buf + 8, length);
+}
+
+/* Decode the header of the packet in @pkt and check it against @cmd */
+static const uint8_t *check_header(GByteArray *pkt, uint16_t cmd)
+{
+    DrbdHeader h;
+
+    g_assert_cmpuint(pkt->len, >=, HDR);
+    g_assert_cmpint(drbd_wire_get_header(pkt->data, &h, &error_abort), ==, 0);
+    g_assert_cmpuint(h.cmd, ==, cmd);
+    g_assert_cmpuint(h.length, ==, pkt->len - HDR);
+    return pkt->data + HDR;
+}
+
+static void fill_pattern(uint8_t *buf, size_t len, uint8_t seed)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        buf[i] = seed + i * 7 + (i >> 8);
+    }
+}
+
+static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
+                               uint32_t flags, uint8_t **datap)
+{
+    GByteArray *pkt = g_byte_array_new();
+    uint8_t *data = NULL;
+    DrbdDataPacket p = {
+        .offset = offset,
+        .id = 0x0123456789abcdefULL,
+        .epoch = 42,
+        .flags = flags,
+        .bytes = bytes,
+    };
+
+    if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
+        data = g_malloc(bytes);
+        fill_pattern(data, bytes, offset / 512);
+        p.data = data;
+    }
+    drbd_wire_put_data(pkt, cmd, &p);
+    if (datap) {
+        *datap = data;
+    } else {
+        g_free(data);
+    }
+    return pkt;
+}
+
+/*
+ * Decode the payload @buf of @len bytes as @cmd says, whichever decoder
+ * that takes, and check that whatever it accepted is within bounds.
+ */
+static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
+                          uint64_t disk_size, Error **errp)
+{
+    int ret;
+
+    switch (cmd) {
+    case DRBD_CMD_HELLO: {
+        DrbdHello h;
+
+        ret = drbd_wire_get_hello(buf, len, &h, errp);
+        if (ret == 0) {
+            size_t name_len = strlen(h.resource);
+
+            g_assert_cmpuint(name_len, >=, 1);
+            g_assert_cmpuint(name_len, <=, DRBD_RESOURCE_NAME_MAX);
+            g_assert_cmpuint(HELLO_NAME + name_len, ==, len);
+            g_assert_cmpmem(h.resource, name_len, buf + HELLO_NAME, name_len);
+            g_assert_cmpuint(h.version_min, >=, 1);
+            g_assert_cmpuint(h.version_min, <=, h.version_max);
+            g_assert_cmpuint(h.flags & ~DRBD_HELLO_ALL, ==, 0);
+        }
+        return ret;
+    }
+    case DRBD_CMD_SIZES: {
+        DrbdSizes s;
+
+        ret = drbd_wire_get_sizes(buf, len, &s, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, SIZES_SIZE);
+            g_assert_true(s.protocol == 'A' || s.protocol == 'B' ||
+                          s.protocol == 'C');
+            g_assert_cmpuint(s.disk_size, <=, INT64_MAX);
+        }
+        return ret;
+    }
+    case DRBD_CMD_STATE: {
+        DrbdStatePacket s;
+
+        ret = drbd_wire_get_state(buf, len, &s, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, STATE_SIZE);
+            g_assert_cmpuint(s.role, <=, DRBD_WIRE_ROLE_MAX);
+            g_assert_cmpuint(s.disk_state, <=, DRBD_WIRE_DISK_STATE_MAX);
+        }
+        return ret;
+    }
+    case DRBD_CMD_DATA:
+    case DRBD_CMD_RS_DATA:
+    case DRBD_CMD_ZEROES:
+    case DRBD_CMD_DISCARD: {
+        bool has_data = cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
+        DrbdDataPacket p;
+
+        ret = drbd_wire_get_data(cmd, buf, len, disk_size, &p, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(p.bytes, >, 0);
+            g_assert_cmpuint(p.bytes % DRBD_WIRE_ALIGN, ==, 0);
+            g_assert_cmpuint(p.offset % DRBD_WIRE_ALIGN, ==, 0);
+            g_assert_cmpuint(p.offset, <=, INT64_MAX - p.bytes);
+            if (disk_size) {
+                g_assert_cmpuint(p.offset + p.bytes, <=, disk_size);
+            }
+            g_assert_cmpuint(p.flags & ~DRBD_DP_ALL, ==, 0);
+            if (has_data) {
+                g_assert_cmpuint(p.bytes, <=, DRBD_WIRE_MAX_DATA);
+                g_assert_cmpuint(len, ==, DATA_SIZE + p.bytes);
+                g_assert_true(p.data == buf + DATA_SIZE);
+            } else {
+                g_assert_cmpuint(p.bytes, <=, DRBD_WIRE_MAX_ZEROES);
+                g_assert_cmpuint(len, ==, DATA_SIZE);
+                g_assert_null(p.data);
+            }
+        }
+        return ret;
+    }
+    case DRBD_CMD_RECV_ACK:
+    case DRBD_CMD_WRITE_ACK:
+    case DRBD_CMD_NEG_ACK:
+    case DRBD_CMD_RS_REQUEST:
+    case DRBD_CMD_OUT_OF_SYNC: {
+        DrbdBlockAck a;
+
+        ret = drbd_wire_get_block_ack(cmd, buf, len, disk_size, &a, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, ACK_SIZE);
+            g_assert_cmpuint(a.bytes, >, 0);
+            g_assert_cmpuint(a.bytes, <=, cmd == DRBD_CMD_RS_REQUEST ?
+                             DRBD_WIRE_MAX_DATA : DRBD_WIRE_MAX_ZEROES);
+            g_assert_cmpuint(a.bytes % DRBD_WIRE_ALIGN, ==, 0);
+            g_assert_cmpuint(a.offset % DRBD_WIRE_ALIGN, ==, 0);
+            g_assert_cmpuint(a.offset, <=, INT64_MAX - a.bytes);
+            if (disk_size) {
+                g_assert_cmpuint(a.offset + a.bytes, <=, disk_size);
+            }
+        }
+        return ret;
+    }
+    case DRBD_CMD_BARRIER:
+    case DRBD_CMD_BARRIER_ACK: {
+        DrbdBarrier b;
+
+        ret = drbd_wire_get_barrier(cmd, buf, len, &b, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, BARRIER_SIZE);
+            g_assert_cmpuint(b.flags & ~(cmd == DRBD_CMD_BARRIER ?
+                                         DRBD_BARRIER_ALL : 0), ==, 0);
+        }
+        return ret;
+    }
+    default:
+        /* PING, PING_ACK, RS_DONE: nothing to decode but the length */
+        if (len) {
+            error_setg(errp, "%s packet: not empty", drbd_cmd_name(cmd));
+            return -EINVAL;
+        }
+        return 0;
+    }
+}
+
+/* One valid packet of each kind and then some */
+static GPtrArray *valid_packets(void)
+{
+    GPtrArray *pkts = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_byte_array_unref);
+    DrbdHello hello = {
+        .version_min = 1, .version_max = 3, .node_id = 7,
+        .flags = DRBD_HELLO_META_CHANNEL, .resource = "r0",
+    };
+    DrbdSizes sizes = {
+        .disk_size = DISK_SIZE, .max_epoch_size = 2048, .protocol = 'C',
+    };
+    DrbdStatePacket state = { .role = 1, .disk_state = 5 };
+    DrbdBlockAck ack = { .offset = 8192, .id = 99, .bytes = 4096 };
+    DrbdBarrier barrier = {
+        .epoch = 12, .set_size = 3, .flags = DRBD_BARRIER_FLUSH,
+    };
+    GByteArray *pkt;
+    size_t i;
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_hello(pkt, &hello);
+    g_ptr_array_add(pkts, pkt);
+
+    memset(hello.resource, 'x', DRBD_RESOURCE_NAME_MAX);
+    pkt = g_byte_array_new();
+    drbd_wire_put_hello(pkt, &hello);
+    g_ptr_array_add(pkts, pkt);
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_sizes(pkt, &sizes);
+    g_ptr_array_add(pkts, pkt);
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_state(pkt, &state);
+    g_ptr_array_add(pkts, pkt);
+
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_DATA, 4096, 512,
+                                      DRBD_DP_FUA, NULL));
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_DATA, DISK_SIZE - 1024, 1024,
+                                      0, NULL));
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_RS_DATA, 0, 512, 0, NULL));
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_ZEROES, 0, 1 * MiB,
+                                      DRBD_DP_MAY_UNMAP, NULL));
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_DISCARD, 512, 4096, 0, NULL));
+
+    for (i = 0; i < ARRAY_SIZE(block_ack_cmds); i++) {
+        pkt = g_byte_array_new();
+        drbd_wire_put_block_ack(pkt, block_ack_cmds[i], &ack);
+        g_ptr_array_add(pkts, pkt);
+    }
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER, &barrier);
+    g_ptr_array_add(pkts, pkt);
+
+    barrier.set_size = 17;
+    barrier.flags = 0;
+    pkt = g_byte_array_new();
+    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, &barrier);
+    g_ptr_array_add(pkts, pkt);
+
+    for (i = 0; i < ARRAY_SIZE(empty_cmds); i++) {
+        pkt = g_byte_array_new();
+        drbd_wire_put_empty(pkt, empty_cmds[i]);
+        g_ptr_array_add(pkts, pkt);
+    }
+
+    return pkts;
+}
+
+static void test_cmd_name(void)
+{
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_HELLO), ==, "HELLO");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_DATA), ==, "DATA");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_BARRIER_ACK), ==, "BARRIER_ACK");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_RS_DONE), ==, "RS_DONE");
+    g_assert_cmpstr(drbd_cmd_name(0), ==, "unknown");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD__MAX), ==, "unknown");
+    g_assert_cmpstr(drbd_cmd_name(0xffff), ==, "unknown");
+}
+
+static void test_round_trip_hello(void)
+{
+    static const char *const names[] = {
+        "r", "r0", "a-resource.name_with:chars",
+        "0123456789012345678901234567890123456789012345678901234567890123",
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(names); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdHello in = {
+            .version_min = 1, .version_max = 0xfffffffe,
+            .node_id = 0xdeadbeef, .flags = i & 1 ? DRBD_HELLO_META_CHANNEL
+                                                  : 0,
+        };
+        DrbdHello out;
+        const uint8_t *payload;
+
+        g_assert_cmpuint(strlen(names[i]), <=, DRBD_RESOURCE_NAME_MAX);
+        g_strlcpy(in.resource, names[i], sizeof(in.resource));
+        drbd_wire_put_hello(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_HELLO);
+        g_assert_cmpuint(pkt->len, ==, HDR + HELLO_NAME + strlen(names[i]));
+        g_assert_cmpuint(lduw_be_p(payload + HELLO_NAME_LEN), ==,
+                         strlen(names[i]));
+
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_hello(payload, pkt->len - HDR, &out,
+                                            &error_abort), ==, 0);
+        g_assert_cmpuint(out.version_min, ==, in.version_min);
+        g_assert_cmpuint(out.version_max, ==, in.version_max);
+        g_assert_cmpuint(out.node_id, ==, in.node_id);
+        g_assert_cmpuint(out.flags, ==, in.flags);
+        g_assert_cmpstr(out.resource, ==, names[i]);
+    }
+}
+
+static void test_round_trip_sizes(void)
+{
+    static const uint8_t protocols[] = { 'A', 'B', 'C' };
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(protocols); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdSizes in = {
+            .disk_size = 0x123456789a00ULL + i,
+            .max_epoch_size = 0xfedcba98,
+            .protocol = protocols[i],
+        };
+        DrbdSizes out;
+        const uint8_t *payload;
+
+        drbd_wire_put_sizes(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_SIZES);
+        g_assert_cmpuint(pkt->len, ==, HDR + SIZES_SIZE);
+        g_assert_cmpuint(ldq_be_p(payload), ==, in.disk_size);
+        g_assert_cmpint(drbd_wire_get_sizes(payload, SIZES_SIZE, &out,
+                                            &error_abort), ==, 0);
+        g_assert_cmpuint(out.disk_size, ==, in.disk_size);
+        g_assert_cmpuint(out.max_epoch_size, ==, in.max_epoch_size);
+        g_assert_cmpuint(out.protocol, ==, in.protocol);
+    }
+}
+
+static void test_round_trip_state(void)
+{
+    unsigned role, disk;
+
+    for (role = 0; role <= DRBD_WIRE_ROLE_MAX; role++) {
+        for (disk = 0; disk <= DRBD_WIRE_DISK_STATE_MAX; disk++) {
+            g_autoptr(GByteArray) pkt = g_byte_array_new();
+            DrbdStatePacket in = { .role = role, .disk_state = disk };
+            DrbdStatePacket out;
+            const uint8_t *payload;
+
+            drbd_wire_put_state(pkt, &in);
+            payload = check_header(pkt, DRBD_CMD_STATE);
+            g_assert_cmpuint(pkt->len, ==, HDR + STATE_SIZE);
+            g_assert_cmpint(drbd_wire_get_state(payload, STATE_SIZE, &out,
+                                                &error_abort), ==, 0);
+            g_assert_cmpuint(out.role, ==, role);
+            g_assert_cmpuint(out.disk_state, ==, disk);
+        }
+    }
+}
+
+static void test_round_trip_data(void)
+{
+    static const struct {
+        uint16_t cmd;
+        uint64_t offset;
+        uint32_t bytes;
+        uint32_t flags;
+    } cases[] = {
+        { DRBD_CMD_DATA, 0, 512, 0 },
+        { DRBD_CMD_DATA, 4096, 8192, DRBD_DP_FUA | DRBD_DP_FLUSH },
+        { DRBD_CMD_DATA, DISK_SIZE - DRBD_WIRE_MAX_DATA, DRBD_WIRE_MAX_DATA,
+          DRBD_DP_ALL },
+        { DRBD_CMD_RS_DATA, 1 * MiB, 65536, 0 },
+        { DRBD_CMD_ZEROES, 0, DISK_SIZE, DRBD_DP_MAY_UNMAP },
+        { DRBD_CMD_ZEROES, 512, 512, DRBD_DP_FUA },
+        { DRBD_CMD_DISCARD, 1 * MiB, 1 * MiB, 0 },
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        uint16_t cmd = cases[i].cmd;
+        bool has_data = cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
+        g_autofree uint8_t *data = NULL;
+        g_autoptr(GByteArray) pkt = data_packet(cmd, cases[i].offset,
+                                                cases[i].bytes,
+                                                cases[i].flags, &data);
+        const uint8_t *payload = check_header(pkt, cmd);
+        size_t len = pkt->len - HDR;
+        DrbdDataPacket out;
+
+        g_assert_cmpuint(len, ==, DATA_SIZE + (has_data ? cases[i].bytes
+                                                        : 0));
+        g_assert_cmpint(drbd_wire_get_data(cmd, payload, len, DISK_SIZE, &out,
+                                           &error_abort), ==, 0);
+        g_assert_cmpuint(out.offset, ==, cases[i].offset);
+        g_assert_cmpuint(out.id, ==, 0x0123456789abcdefULL);
+        g_assert_cmpuint(out.epoch, ==, 42);
+        g_assert_cmpuint(out.flags, ==, cases[i].flags);
+        g_assert_cmpuint(out.bytes, ==, cases[i].bytes);
+        if (has_data) {
+            g_autoptr(GByteArray) split = g_byte_array_new();
+            DrbdDataPacket p = out;
+
+            g_assert_true(out.data == payload + DATA_SIZE);
+            g_assert_cmpmem(out.data, out.bytes, data, cases[i].bytes);
+
+            /* The header alone, followed by the data, is the same packet */
+            p.data = NULL;
+            drbd_wire_put_data_header(split, cmd, &p);
+            g_assert_cmpuint(split->len, ==, HDR + DATA_SIZE);
+            g_byte_array_append(split, data, cases[i].bytes);
+            g_assert_cmpmem(split->data, split->len, pkt->data, pkt->len);
+        } else {
+            g_assert_null(out.data);
+        }
+
+        /* Without a device size the range is not checked */
+        g_assert_cmpint(drbd_wire_get_data(cmd, payload, len, 0, &out,
+                                           &error_abort), ==, 0);
+    }
+}
+
+static void test_round_trip_block_ack(void)
+{
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(block_ack_cmds); i++) {
+        uint16_t cmd = block_ack_cmds[i];
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdBlockAck in = {
+            .offset = DISK_SIZE - DRBD_WIRE_MAX_DATA,
+            .id = 0xfedcba9876543210ULL - i,
+            .bytes = DRBD_WIRE_MAX_DATA,
+        };
+        DrbdBlockAck out;
+        const uint8_t *payload;
+
+        drbd_wire_put_block_ack(pkt, cmd, &in);
+        payload = check_header(pkt, cmd);
+        g_assert_cmpuint(pkt->len, ==, HDR + ACK_SIZE);
+        g_assert_cmpint(drbd_wire_get_block_ack(cmd, payload, ACK_SIZE,
+                                                DISK_SIZE, &out,
+                                                &error_abort), ==, 0);
+        g_assert_cmpuint(out.offset, ==, in.offset);
+        g_assert_cmpuint(out.id, ==, in.id);
+        g_assert_cmpuint(out.bytes, ==, in.bytes);
+
+        if (cmd != DRBD_CMD_RS_REQUEST) {
+            /* Acks of ZEROES and DISCARD cover up to DRBD_WIRE_MAX_ZEROES */
+            g_byte_array_set_size(pkt, 0);
+            in.offset = 0;
+            in.bytes = DRBD_WIRE_MAX_ZEROES;
+            drbd_wire_put_block_ack(pkt, cmd, &in);
+            payload = check_header(pkt, cmd);
+            g_assert_cmpint(drbd_wire_get_block_ack(cmd, payload, ACK_SIZE,
+                                                    0, &out, &error_abort),
+                            ==, 0);
+            g_assert_cmpuint(out.bytes, ==, DRBD_WIRE_MAX_ZEROES);
+        }
+    }
+}
+
+static void test_round_trip_barrier(void)
+{
+    static const DrbdBarrier cases[] = {
+        { .epoch = 0, .set_size = 0, .flags = 0 },
+        { .epoch = 1, .set_size = 1, .flags = DRBD_BARRIER_FLUSH },
+        { .epoch = 0xffffffff, .set_size = 0xfffffffe, .flags = 0 },
+    };
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        const DrbdBarrier *in = &cases[i];
+        DrbdBarrier out;
+        const uint8_t *payload;
+
+        drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER, in);
+        payload = check_header(pkt, DRBD_CMD_BARRIER);
+        g_assert_cmpuint(pkt->len, ==, HDR + BARRIER_SIZE);
+        g_assert_cmpuint(ldl_be_p(payload + BARRIER_FLAGS), ==, in->flags);
+        g_assert_cmpint(drbd_wire_get_barrier(DRBD_CMD_BARRIER, payload,
+                                              BARRIER_SIZE, &out,
+                                              &error_abort), ==, 0);
+        g_assert_cmpuint(out.epoch, ==, in->epoch);
+        g_assert_cmpuint(out.set_size, ==, in->set_size);
+        g_assert_cmpuint(out.flags, ==, in->flags);
+
+        /* BARRIER_ACK has no flags: the encoder leaves them zero */
+        g_byte_array_set_size(pkt, 0);
+        drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, in);
+        payload = check_header(pkt, DRBD_CMD_BARRIER_ACK);
+        g_assert_cmpuint(pkt->len, ==, HDR + BARRIER_SIZE);
+        g_assert_cmpint(drbd_wire_get_barrier(DRBD_CMD_BARRIER_ACK, payload,
+                                              BARRIER_SIZE, &out,
+                                              &error_abort), ==, 0);
+        g_assert_cmpuint(out.epoch, ==, in->epoch);
+        g_assert_cmpuint(out.set_size, ==, in->set_size);
+        g_assert_cmpuint(out.flags, ==, 0);
+    }
+}
+
+static void test_round_trip_empty(void)
+{
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(empty_cmds); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_wire_put_empty(pkt, empty_cmds[i]);
+        g_assert_cmpuint(pkt->len, ==, HDR);
+        check_header(pkt, empty_cmds[i]);
+    }
+}
+
+static void test_header_invalid(void)
+{
+    static const struct {
+        uint16_t cmd;
+        uint32_t length;
+    } bad_lengths[] = {
+        { DRBD_CMD_HELLO, 0 },
+        { DRBD_CMD_HELLO, HELLO_NAME },
+        { DRBD_CMD_HELLO, HELLO_NAME + DRBD_RESOURCE_NAME_MAX + 1 },
+        { DRBD_CMD_SIZES, SIZES_SIZE - 1 },
+        { DRBD_CMD_SIZES, SIZES_SIZE + 1 },
+        { DRBD_CMD_STATE, 0 },
+        { DRBD_CMD_STATE, STATE_SIZE * 2 },
+        { DRBD_CMD_DATA, 0 },
+        { DRBD_CMD_DATA, DATA_SIZE },
+        { DRBD_CMD_DATA, DATA_SIZE + 1 },
+        { DRBD_CMD_DATA, DATA_SIZE + 4095 },
+        { DRBD_CMD_DATA, DATA_SIZE + DRBD_WIRE_MAX_DATA + DRBD_WIRE_ALIGN },
+        { DRBD_CMD_RS_DATA, DATA_SIZE - 1 },
+        { DRBD_CMD_RS_DATA, DRBD_WIRE_MAX_PAYLOAD + 1 },
+        { DRBD_CMD_RS_DATA, UINT32_MAX },
+        { DRBD_CMD_ZEROES, DATA_SIZE + 512 },
+        { DRBD_CMD_DISCARD, DATA_SIZE - 8 },
+        { DRBD_CMD_BARRIER, BARRIER_SIZE + 4 },
+        { DRBD_CMD_BARRIER, BARRIER_SIZE - 4 },
+        { DRBD_CMD_BARRIER_ACK, 4 },
+        { DRBD_CMD_RECV_ACK, ACK_SIZE + 8 },
+        { DRBD_CMD_WRITE_ACK, 0 },
+        { DRBD_CMD_NEG_ACK, ACK_SIZE - 1 },
+        { DRBD_CMD_RS_REQUEST, DATA_SIZE },
+        { DRBD_CMD_OUT_OF_SYNC, UINT32_MAX },
+        { DRBD_CMD_PING, 1 },
+        { DRBD_CMD_PING_ACK, 8 },
+        { DRBD_CMD_RS_DONE, UINT32_MAX },
+    };
+    static const uint16_t bad_cmds[] = { 0, DRBD_CMD__MAX, 0x100, 0xffff };
+    uint8_t buf[HDR];
+    Error *err = NULL;
+    DrbdHeader h;
+    size_t i;
+
+    /* A good one first, to show that the helper builds valid headers */
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_PING, 0, 0);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    g_assert_cmpuint(h.cmd, ==, DRBD_CMD_PING);
+    g_assert_cmpuint(h.length, ==, 0);
+
+    make_header(buf, DRBD_WIRE_MAGIC ^ 1, DRBD_CMD_PING, 0, 0);
+    assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+    make_header(buf, 0, DRBD_CMD_PING, 0, 0);
+    assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+    make_header(buf, bswap32(DRBD_WIRE_MAGIC), DRBD_CMD_PING, 0, 0);
+    assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+
+    for (i = 0; i < ARRAY_SIZE(bad_cmds); i++) {
+        make_header(buf, DRBD_WIRE_MAGIC, bad_cmds[i], 0, 0);
+        assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+    }
+
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_PING, 1, 0);
+    assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_PING, 0x8000, 0);
+    assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+
+    for (i = 0; i < ARRAY_SIZE(bad_lengths); i++) {
+        make_header(buf, DRBD_WIRE_MAGIC, bad_lengths[i].cmd, 0,
+                    bad_lengths[i].length);
+        assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
+    }
+
+    /* The limits themselves are fine */
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_DATA, 0,
+                DATA_SIZE + DRBD_WIRE_MAX_DATA);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_RS_DATA, 0, DATA_SIZE + 512);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_HELLO, 0, HELLO_NAME + 1);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_HELLO, 0,
+                HELLO_NAME + DRBD_RESOURCE_NAME_MAX);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+}
+
+static void test_data_invalid(void)
+{
+    static const uint16_t data_cmds[] = {
+        DRBD_CMD_DATA, DRBD_CMD_RS_DATA, DRBD_CMD_ZEROES, DRBD_CMD_DISCARD,
+    };
+    Error *err = NULL;
+    DrbdDataPacket p;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(data_cmds); i++) {
+        uint16_t cmd = data_cmds[i];
+        bool has_data = cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
+        g_autoptr(GByteArray) pkt = data_packet(cmd, 8192, 4096, 0, NULL);
+        uint8_t *payload = pkt->data + HDR;
+        size_t len = pkt->len - HDR;
+        g_autofree uint8_t *buf = g_malloc0(len + 512);
+        g_autofree uint8_t *big = NULL;
+
+        g_assert_cmpint(drbd_wire_get_data(cmd, payload, len, DISK_SIZE, &p,
+                                           &error_abort), ==, 0);
+
+        /* Length mismatch, either way, by a byte or by a sector */
+        memcpy(buf, payload, len);
+        assert_failed(drbd_wire_get_data(cmd, buf, len - 1, DISK_SIZE, &p,
+                                         &err), &err);
+        assert_failed(drbd_wire_get_data(cmd, buf, len + 1, DISK_SIZE, &p,
+                                         &err), &err);
+        assert_failed(drbd_wire_get_data(cmd, buf, len + 512, DISK_SIZE, &p,
+                                         &err), &err);
+        if (has_data) {
+            assert_failed(drbd_wire_get_data(cmd, buf, len - 512, DISK_SIZE,
+                                             &p, &err), &err);
+        }
+        assert_failed(drbd_wire_get_data(cmd, buf, 0, DISK_SIZE, &p, &err),
+                      &err);
+
+        /* Zero bytes, with a payload that would fit them */
+        stl_be_p(buf + DATA_BYTES, 0);
+        assert_failed(drbd_wire_get_data(cmd, buf, DATA_SIZE, DISK_SIZE, &p,
+                                         &err), &err);
+        assert_failed(drbd_wire_get_data(cmd, buf, DATA_SIZE, 0, &p, &err),
+                      &err);
+
+        /* Unaligned offset or length */
+        memcpy(buf, payload, len);
+        stq_be_p(buf + DATA_OFFSET, 8192 + 1);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+        stq_be_p(buf + DATA_OFFSET, 8192 + 256);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, 0, &p, &err), &err);
+        memcpy(buf, payload, len);
+        stl_be_p(buf + DATA_BYTES, 4096 - 1);
+        assert_failed(drbd_wire_get_data(cmd, buf,
+                                         has_data ? len - 1 : len,
+                                         DISK_SIZE, &p, &err), &err);
+
+        /* Unknown flags */
+        memcpy(buf, payload, len);
+        stl_be_p(buf + DATA_FLAGS, DRBD_DP_ALL + 1);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+        stl_be_p(buf + DATA_FLAGS, 0x80000000);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+
+        /* Non-zero padding */
+        memcpy(buf, payload, len);
+        stl_be_p(buf + DATA_PAD, 1);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+
+        /* Beyond the device, up to overflowing */
+        memcpy(buf, payload, len);
+        stq_be_p(buf + DATA_OFFSET, DISK_SIZE - 2048);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+        g_assert_cmpint(drbd_wire_get_data(cmd, buf, len, 0, &p,
+                                           &error_abort), ==, 0);
+        stq_be_p(buf + DATA_OFFSET, DISK_SIZE);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, 2048, &p, &err),
+                      &err);
+        stq_be_p(buf + DATA_OFFSET, UINT64_MAX - 511);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
+                      &err);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, UINT64_MAX, &p,
+                                         &err), &err);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, 0, &p, &err), &err);
+        stq_be_p(buf + DATA_OFFSET, UINT64_MAX - 4095);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, 0, &p, &err), &err);
+        stq_be_p(buf + DATA_OFFSET, (uint64_t)INT64_MAX + 1);
+        assert_failed(drbd_wire_get_data(cmd, buf, len, 0, &p, &err), &err);
+
+        /* Too large */
+        big = g_malloc0(DATA_SIZE + DRBD_WIRE_MAX_DATA + 512);
+        memcpy(big, payload, DATA_SIZE);
+        stq_be_p(big + DATA_OFFSET, 0);
+        stl_be_p(big + DATA_BYTES, has_data ? DRBD_WIRE_MAX_DATA + 512
+                                            : DRBD_WIRE_MAX_ZEROES + 512);
+        assert_failed(drbd_wire_get_data(cmd, big,
+                                         has_data ? DATA_SIZE +
+                                                    DRBD_WIRE_MAX_DATA + 512
+                                                  : DATA_SIZE,
+                                         0, &p, &err), &err);
+        stl_be_p(big + DATA_BYTES, UINT32_MAX & ~511u);
+        assert_failed(drbd_wire_get_data(cmd, big, DATA_SIZE, 0, &p, &err),
+                      &err);
+
+        /* The largest is fine */
+        stl_be_p(big + DATA_BYTES, has_data ? DRBD_WIRE_MAX_DATA
+                                            : DRBD_WIRE_MAX_ZEROES);
+        g_assert_cmpint(drbd_wire_get_data(cmd, big,
+                                           has_data ? DATA_SIZE +
+                                                      DRBD_WIRE_MAX_DATA
+                                                    : DATA_SIZE,
+                                           0, &p, &error_abort), ==, 0);
+    }
+
+    /* A command that is not a request, and data decoded as the wrong one */
+    {
+        g_autoptr(GByteArray) pkt = data_packet(DRBD_CMD_DATA, 0, 512, 0,
+                                                NULL);
+        static const uint16_t wrong[] = {
+            0, DRBD_CMD_HELLO, DRBD_CMD_BARRIER, DRBD_CMD_WRITE_ACK,
+            DRBD_CMD_RS_REQUEST, DRBD_CMD_PING, DRBD_CMD__MAX, 0xffff,
+        };
+
+        for (i = 0; i < ARRAY_SIZE(wrong); i++) {
+            assert_failed(drbd_wire_get_data(wrong[i], pkt->data + HDR,
+                                             pkt->len - HDR, 0, &p, &err),
+                          &err);
+        }
+        /* A DATA payload decoded as ZEROES has the wrong length */
+        assert_failed(drbd_wire_get_data(DRBD_CMD_ZEROES, pkt->data + HDR,
+                                         pkt->len - HDR, 0, &p, &err), &err);
+    }
+}
+
+static void test_block_ack_invalid(void)
+{
+    Error *err = NULL;
+    DrbdBlockAck a;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(block_ack_cmds); i++) {
+        uint16_t cmd = block_ack_cmds[i];
+        uint32_t max = cmd == DRBD_CMD_RS_REQUEST ? DRBD_WIRE_MAX_DATA
+                                                  : DRBD_WIRE_MAX_ZEROES;
+        DrbdBlockAck in = { .offset = 4096, .id = 1, .bytes = 4096 };
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        uint8_t buf[ACK_SIZE + 1];
+
+        drbd_wire_put_block_ack(pkt, cmd, &in);
+        memcpy(buf, pkt->data + HDR, ACK_SIZE);
+        buf[ACK_SIZE] = 0;
+        g_assert_cmpint(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                                &a, &error_abort), ==, 0);
+
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE + 1,
+                                              DISK_SIZE, &a, &err), &err);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE - 1,
+                                              DISK_SIZE, &a, &err), &err);
+
+        stl_be_p(buf + ACK_BYTES, 0);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                              &a, &err), &err);
+        stl_be_p(buf + ACK_BYTES, 1000);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                              &a, &err), &err);
+        stl_be_p(buf + ACK_BYTES, max + 512);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, 0, &a,
+                                              &err), &err);
+        stl_be_p(buf + ACK_BYTES, max);
+        stq_be_p(buf + ACK_OFFSET, 0);
+        g_assert_cmpint(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, 0, &a,
+                                                &error_abort), ==, 0);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, max - 512,
+                                              &a, &err), &err);
+
+        stl_be_p(buf + ACK_BYTES, 4096);
+        stq_be_p(buf + ACK_OFFSET, 4097);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                              &a, &err), &err);
+        stq_be_p(buf + ACK_OFFSET, DISK_SIZE - 512);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                              &a, &err), &err);
+        stq_be_p(buf + ACK_OFFSET, UINT64_MAX - 511);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                              &a, &err), &err);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, 0, &a,
+                                              &err), &err);
+
+        stq_be_p(buf + ACK_OFFSET, 4096);
+        stl_be_p(buf + ACK_PAD, 0x100);
+        assert_failed(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                              &a, &err), &err);
+        stl_be_p(buf + ACK_PAD, 0);
+        g_assert_cmpint(drbd_wire_get_block_ack(cmd, buf, ACK_SIZE, DISK_SIZE,
+                                                &a, &error_abort), ==, 0);
+
+        /* Right payload, wrong command */
+        assert_failed(drbd_wire_get_block_ack(DRBD_CMD_DATA, buf, ACK_SIZE,
+                                              DISK_SIZE, &a, &err), &err);
+        assert_failed(drbd_wire_get_block_ack(DRBD_CMD_BARRIER_ACK, buf,
+                                              ACK_SIZE, DISK_SIZE, &a, &err),
+                      &err);
+        assert_failed(drbd_wire_get_block_ack(0xffff, buf, ACK_SIZE,
+                                              DISK_SIZE, &a, &err), &err);
+    }
+}
+
+static void test_barrier_invalid(void)
+{
+    uint8_t buf[BARRIER_SIZE + 1] = { 0 };
+    Error *err = NULL;
+    DrbdBarrier b;
+
+    g_assert_cmpint(drbd_wire_get_barrier(DRBD_CMD_BARRIER, buf, BARRIER_SIZE,
+                                          &b, &error_abort), ==, 0);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER, buf,
+                                        BARRIER_SIZE - 1, &b, &err), &err);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER_ACK, buf,
+                                        BARRIER_SIZE + 1, &b, &err), &err);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER, buf, 8, &b, &err),
+                  &err);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_WRITE_ACK, buf,
+                                        BARRIER_SIZE, &b, &err), &err);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD__MAX, buf, BARRIER_SIZE,
+                                        &b, &err), &err);
+
+    /* Flags: FLUSH in BARRIER only, nothing else anywhere */
+    stl_be_p(buf + BARRIER_FLAGS, DRBD_BARRIER_FLUSH);
+    g_assert_cmpint(drbd_wire_get_barrier(DRBD_CMD_BARRIER, buf, BARRIER_SIZE,
+                                          &b, &error_abort), ==, 0);
+    g_assert_cmpuint(b.flags, ==, DRBD_BARRIER_FLUSH);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER_ACK, buf,
+                                        BARRIER_SIZE, &b, &err), &err);
+    stl_be_p(buf + BARRIER_FLAGS, DRBD_BARRIER_ALL + 1);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER, buf, BARRIER_SIZE,
+                                        &b, &err), &err);
+    stl_be_p(buf + BARRIER_FLAGS, 0x80000000);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER, buf, BARRIER_SIZE,
+                                        &b, &err), &err);
+    assert_failed(drbd_wire_get_barrier(DRBD_CMD_BARRIER_ACK, buf,
+                                        BARRIER_SIZE, &b, &err), &err);
+
+    /* set_size may be anything */
+    stl_be_p(buf + BARRIER_FLAGS, 0);
+    stl_be_p(buf + 4, 0xffffffff);
+    g_assert_cmpint(drbd_wire_get_barrier(DRBD_CMD_BARRIER_ACK, buf,
+                                          BARRIER_SIZE, &b, &error_abort),
+                    ==, 0);
+    g_assert_cmpuint(b.set_size, ==, 0xffffffff);
+}
+
+static void test_hello_invalid(void)
+{
+    DrbdHello in = {
+        .version_min = 1, .version_max = 2, .node_id = 3,
+        .resource = "res",
+    };
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint8_t buf[HELLO_NAME + DRBD_RESOURCE_NAME_MAX + 8];
+    size_t len;
+    Error *err = NULL;
+    DrbdHello out;
+
+    drbd_wire_put_hello(pkt, &in);
+    len = pkt->len - HDR;
+    g_assert_cmpuint(len, ==, HELLO_NAME + 3);
+
+#define RESET() memcpy(buf, pkt->data + HDR, len)
+
+    RESET();
+    g_assert_cmpint(drbd_wire_get_hello(buf, len, &out, &error_abort), ==, 0);
+
+    /* Empty name */
+    stw_be_p(buf + HELLO_NAME_LEN, 0);
+    assert_failed(drbd_wire_get_hello(buf, HELLO_NAME, &out, &err), &err);
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+
+    /* Too long a name, whether the payload holds it or not */
+    memset(buf + HELLO_NAME, 'n', DRBD_RESOURCE_NAME_MAX + 1);
+    stw_be_p(buf + HELLO_NAME_LEN, DRBD_RESOURCE_NAME_MAX + 1);
+    assert_failed(drbd_wire_get_hello(buf,
+                                      HELLO_NAME + DRBD_RESOURCE_NAME_MAX + 1,
+                                      &out, &err), &err);
+    stw_be_p(buf + HELLO_NAME_LEN, DRBD_RESOURCE_NAME_MAX);
+    g_assert_cmpint(drbd_wire_get_hello(buf,
+                                        HELLO_NAME + DRBD_RESOURCE_NAME_MAX,
+                                        &out, &error_abort), ==, 0);
+    g_assert_cmpuint(strlen(out.resource), ==, DRBD_RESOURCE_NAME_MAX);
+    stw_be_p(buf + HELLO_NAME_LEN, 0xffff);
+    assert_failed(drbd_wire_get_hello(buf,
+                                      HELLO_NAME + DRBD_RESOURCE_NAME_MAX,
+                                      &out, &err), &err);
+
+    /* Name length larger or smaller than the payload */
+    RESET();
+    stw_be_p(buf + HELLO_NAME_LEN, 4);
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+    stw_be_p(buf + HELLO_NAME_LEN, 2);
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+
+    /* Embedded NUL, anywhere */
+    RESET();
+    buf[HELLO_NAME + 1] = '\0';
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+    RESET();
+    buf[HELLO_NAME + 2] = '\0';
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+    RESET();
+    buf[HELLO_NAME] = '\0';
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+
+    /* Versions */
+    RESET();
+    stl_be_p(buf + 0, 3);
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+    stl_be_p(buf + 0, 0);
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+    stl_be_p(buf + 0, 2);
+    g_assert_cmpint(drbd_wire_get_hello(buf, len, &out, &error_abort), ==, 0);
+
+    /* Unknown flags */
+    RESET();
+    stl_be_p(buf + 12, DRBD_HELLO_ALL + 1);
+    assert_failed(drbd_wire_get_hello(buf, len, &out, &err), &err);
+
+    /* Shorter than the fixed part, longer than any hello */
+    RESET();
+    assert_failed(drbd_wire_get_hello(buf, 0, &out, &err), &err);
+    assert_failed(drbd_wire_get_hello(buf, HELLO_NAME - 1, &out, &err), &err);
+    assert_failed(drbd_wire_get_hello(buf, sizeof(buf), &out, &err), &err);
+
+#undef RESET
+}
+
+static void test_sizes_invalid(void)
+{
+    DrbdSizes in = {
+        .disk_size = DISK_SIZE, .max_epoch_size = 100, .protocol = 'B',
+    };
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    static const uint8_t bad_protocols[] = { 0, 'a', 'c', 'D', '@', 0xff };
+    uint8_t buf[SIZES_SIZE];
+    Error *err = NULL;
+    DrbdSizes out;
+    size_t i;
+
+    drbd_wire_put_sizes(pkt, &in);
+    memcpy(buf, pkt->data + HDR, SIZES_SIZE);
+    g_assert_cmpint(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &error_abort),
+                    ==, 0);
+
+    for (i = 0; i < ARRAY_SIZE(bad_protocols); i++) {
+        buf[SIZES_PROTOCOL] = bad_protocols[i];
+        assert_failed(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err), &err);
+    }
+    buf[SIZES_PROTOCOL] = 'A';
+
+    for (i = SIZES_PAD; i < SIZES_SIZE; i++) {
+        buf[i] = 0x01;
+        assert_failed(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err), &err);
+        buf[i] = 0;
+    }
+
+    stq_be_p(buf, UINT64_MAX);
+    assert_failed(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err), &err);
+    stq_be_p(buf, INT64_MAX);
+    g_assert_cmpint(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &error_abort),
+                    ==, 0);
+
+    assert_failed(drbd_wire_get_sizes(buf, SIZES_SIZE - 1, &out, &err), &err);
+    assert_failed(drbd_wire_get_sizes(buf, 0, &out, &err), &err);
+}
+
+static void test_state_invalid(void)
+{
+    uint8_t buf[STATE_SIZE + 1] = { 0 };
+    Error *err = NULL;
+    DrbdStatePacket out;
+    unsigned v;
+
+    g_assert_cmpint(drbd_wire_get_state(buf, STATE_SIZE, &out, &error_abort),
+                    ==, 0);
+
+    for (v = DRBD_WIRE_ROLE_MAX + 1; v <= 0xff; v++) {
+        buf[0] = v;
+        assert_failed(drbd_wire_get_state(buf, STATE_SIZE, &out, &err), &err);
+    }
+    buf[0] = DRBD_WIRE_ROLE_MAX;
+    for (v = DRBD_WIRE_DISK_STATE_MAX + 1; v <= 0xff; v++) {
+        buf[1] = v;
+        assert_failed(drbd_wire_get_state(buf, STATE_SIZE, &out, &err), &err);
+    }
+    buf[1] = DRBD_WIRE_DISK_STATE_MAX;
+    g_assert_cmpint(drbd_wire_get_state(buf, STATE_SIZE, &out, &error_abort),
+                    ==, 0);
+
+    buf[2] = 1;
+    assert_failed(drbd_wire_get_state(buf, STATE_SIZE, &out, &err), &err);
+    buf[2] = 0;
+    buf[3] = 0x80;
+    assert_failed(drbd_wire_get_state(buf, STATE_SIZE, &out, &err), &err);
+    buf[3] = 0;
+
+    assert_failed(drbd_wire_get_state(buf, STATE_SIZE + 1, &out, &err), &err);
+    assert_failed(drbd_wire_get_state(buf, STATE_SIZE - 1, &out, &err), &err);
+}
+
+/* The messages name the packet and the problem */
+static void test_messages(void)
+{
+    g_autoptr(GByteArray) pkt = data_packet(DRBD_CMD_DATA, 4096, 8192, 0,
+                                            NULL);
+    uint8_t buf[HELLO_NAME + 4] = { 0 };
+    uint8_t hdr[HDR];
+    Error *err = NULL;
+    DrbdDataPacket p;
+    DrbdHeader h;
+    DrbdHello hello;
+
+    assert_failed_with(drbd_wire_get_data(DRBD_CMD_DATA, pkt->data + HDR,
+                                          pkt->len - HDR, 8192, &p, &err),
+                       &err, "DATA packet: offset 4096 + 8192 bytes is "
+                       "beyond the device (8192 bytes)");
+    assert_failed_with(drbd_wire_get_data(DRBD_CMD_DATA, pkt->data + HDR,
+                                          pkt->len - HDR - 1, 0, &p, &err),
+                       &err, "DATA packet: payload is 8223 bytes "
+                       "(expected 8224)");
+    assert_failed_with(drbd_wire_get_data(DRBD_CMD_PING, pkt->data + HDR,
+                                          pkt->len - HDR, 0, &p, &err),
+                       &err, "PING packet: cannot decode it as DATA, "
+                       "ZEROES, DISCARD or RS_DATA");
+
+    make_header(hdr, 0x12345678, DRBD_CMD_DATA, 0, 0);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "packet header: bad magic 0x12345678 "
+                       "(expected 0x44524251)");
+    make_header(hdr, DRBD_WIRE_MAGIC, 0xffff, 0, 0);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "packet header: unknown command 65535");
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_BARRIER, 0, 9);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "BARRIER packet: payload length 9 is impossible "
+                       "(expected 12 bytes)");
+
+    stl_be_p(buf, 1);
+    stl_be_p(buf + 4, 1);
+    stw_be_p(buf + HELLO_NAME_LEN, 4);
+    memcpy(buf + HELLO_NAME, "abcd", 4);
+    g_assert_cmpint(drbd_wire_get_hello(buf, sizeof(buf), &hello,
+                                        &error_abort), ==, 0);
+    g_assert_cmpstr(hello.resource, ==, "abcd");
+    stw_be_p(buf + HELLO_NAME_LEN, 0);
+    assert_failed_with(drbd_wire_get_hello(buf, sizeof(buf), &hello, &err),
+                       &err, "HELLO packet: empty resource name");
+}
+
+/*
+ * Every proper prefix of the payload of a valid packet is refused.  Each
+ * is decoded from a buffer of exactly its size, so that a read beyond it
+ * shows up under valgrind or ASan.
+ */
+static void test_truncation(void)
+{
+    g_autoptr(GPtrArray) pkts = valid_packets();
+    Error *err = NULL;
+    guint i;
+
+    for (i = 0; i < pkts->len; i++) {
+        GByteArray *pkt = g_ptr_array_index(pkts, i);
+        uint16_t cmd = lduw_be_p(pkt->data + 4);
+        size_t len = pkt->len - HDR;
+        size_t n;
+
+        check_header(pkt, cmd);
+        g_assert_cmpint(decode_payload(cmd, pkt->data + HDR, len, DISK_SIZE,
+                                       &error_abort), ==, 0);
+
+        for (n = 0; n < len; n++) {
+            g_autofree uint8_t *buf = g_memdup2(pkt->data + HDR, n);
+
+            assert_failed(decode_payload(cmd, buf, n, DISK_SIZE, &err),
+                          &err);
+        }
+    }
+}
+
+/*
+ * Mangle valid packets at random, with a fixed seed so that a failure
+ * can be reproduced.  Nothing may crash, and whatever decodes must be
+ * within bounds (decode_payload() checks that).
+ */
+static void test_mutation(void)
+{
+    g_autoptr(GPtrArray) pkts = valid_packets();
+    g_autoptr(GRand) rand = g_rand_new_with_seed(0x64726264);
+    unsigned accepted = 0, rejected = 0;
+    int iter;
+
+    for (iter = 0; iter < 20000; iter++) {
+        GByteArray *orig = g_ptr_array_index(
+            pkts, g_rand_int_range(rand, 0, pkts->len));
+        g_autofree uint8_t *pkt = g_memdup2(orig->data, orig->len);
+        size_t pkt_len = orig->len;
+        uint16_t orig_cmd = lduw_be_p(orig->data + 4);
+        int flips = g_rand_int_range(rand, 1, 5);
+        Error *err = NULL;
+        DrbdHeader h;
+        int i, ret;
+
+        for (i = 0; i < flips; i++) {
+            /* Mostly in the header and fixed fields, where it matters */
+            size_t pos = g_rand_boolean(rand)
+                ? g_rand_int_range(rand, 0, MIN(pkt_len, HDR + DATA_SIZE))
+                : g_rand_int_range(rand, 0, pkt_len);
+
+            switch (g_rand_int_range(rand, 0, 3)) {
+            case 0:
+                pkt[pos] ^= 1u << g_rand_int_range(rand, 0, 8);
+                break;
+            case 1:
+                pkt[pos] = g_rand_int_range(rand, 0, 256);
+                break;
+            default:
+                pkt[pos] = g_rand_boolean(rand) ? 0 : 0xff;
+                break;
+            }
+        }
+
+        /* Sometimes cut the packet short too */
+        if (pkt_len > HDR && g_rand_int_range(rand, 0, 8) == 0) {
+            pkt_len = g_rand_int_range(rand, HDR, pkt_len);
+        }
+
+        /* As a receiver would: the header, then what it announces */
+        ret = drbd_wire_get_header(pkt, &h, &err);
+        if (ret == 0) {
+            size_t len = MIN(h.length, pkt_len - HDR);
+            g_autofree uint8_t *payload = g_memdup2(pkt + HDR, len);
+
+            g_assert_null(err);
+            g_assert_cmpuint(h.cmd, >, 0);
+            g_assert_cmpuint(h.cmd, <, DRBD_CMD__MAX);
+            g_assert_cmpuint(h.length, <=, DRBD_WIRE_MAX_PAYLOAD);
+            ret = decode_payload(h.cmd, payload, len,
+                                 iter & 1 ? DISK_SIZE : 0, &err);
+        }
+        if (ret == 0) {
+            g_assert_null(err);
+            accepted++;
+        } else {
+            assert_failed(ret, &err);
+            rejected++;
+        }
+
+        /* And the payload as the original command, whatever the header */
+        {
+            size_t len = pkt_len - HDR;
+            g_autofree uint8_t *payload = g_memdup2(pkt + HDR, len);
+
+            ret = decode_payload(orig_cmd, payload, len, DISK_SIZE, &err);
+            if (ret < 0) {
+                assert_failed(ret, &err);
+            }
+            ret = decode_payload(g_rand_int_range(rand, 0, DRBD_CMD__MAX + 2),
+                                 payload, len, DISK_SIZE, &err);
+            if (ret < 0) {
+                assert_failed(ret, &err);
+            }
+        }
+    }
+
+    g_test_message("%u mangled packets accepted, %u refused",
+                   accepted, rejected);
+
+    /* Both outcomes must have happened, or the loop tests little */
+    g_assert_cmpuint(accepted, >, 0);
+    g_assert_cmpuint(rejected, >, 0);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    g_test_add_func("/drbd-wire/cmd-name", test_cmd_name);
+    g_test_add_func("/drbd-wire/round-trip/hello", test_round_trip_hello);
+    g_test_add_func("/drbd-wire/round-trip/sizes", test_round_trip_sizes);
+    g_test_add_func("/drbd-wire/round-trip/state", test_round_trip_state);
+    g_test_add_func("/drbd-wire/round-trip/data", test_round_trip_data);
+    g_test_add_func("/drbd-wire/round-trip/block-ack",
+                    test_round_trip_block_ack);
+    g_test_add_func("/drbd-wire/round-trip/barrier", test_round_trip_barrier);
+    g_test_add_func("/drbd-wire/round-trip/empty", test_round_trip_empty);
+    g_test_add_func("/drbd-wire/header/invalid", test_header_invalid);
+    g_test_add_func("/drbd-wire/data/invalid", test_data_invalid);
+    g_test_add_func("/drbd-wire/block-ack/invalid", test_block_ack_invalid);
+    g_test_add_func("/drbd-wire/barrier/invalid", test_barrier_invalid);
+    g_test_add_func("/drbd-wire/hello/invalid", test_hello_invalid);
+    g_test_add_func("/drbd-wire/sizes/invalid", test_sizes_invalid);
+    g_test_add_func("/drbd-wire/state/invalid", test_state_invalid);
+    g_test_add_func("/drbd-wire/messages", test_messages);
+    g_test_add_func("/drbd-wire/truncation", test_truncation);
+    g_test_add_func("/drbd-wire/mutation", test_mutation);
+
+    return g_test_run();
+}
