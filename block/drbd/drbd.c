@@ -1,10 +1,12 @@
 /*
  * DRBD-style replicated block device: the block driver
  *
- * A drbd node sits over a local image (its "file" child).  Guest I/O
- * enters here; the node decides what goes to the local disk and, once
- * replication exists, what goes to the peers.  For now every request is
- * passed through to the local disk unchanged.
+ * A drbd node sits over a local image (its "file" child).  On a primary,
+ * guest reads go to the local image and guest writes go both to the local
+ * image and to the peer (conn.c), completing as the protocol says
+ * (req.c); while no peer is connected, what the peer misses is recorded
+ * in the out-of-sync bitmap for the next resync (resync.c).  A secondary
+ * refuses guest I/O and applies what its primary sends (peer.c).
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -14,38 +16,470 @@
 #include "qemu/osdep.h"
 #include "block/block-io.h"
 #include "block/block_int.h"
+#include "block/qdict.h"
 #include "qapi/error.h"
+#include "qapi/clone-visitor.h"
+#include "qapi/qapi-visit-drbd.h"
+#include "qapi/qobject-input-visitor.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
 #include "qobject/qdict.h"
 #include "trace.h"
+
+#include "drbd-int.h"
+
+#define DRBD_DEFAULT_CONNECT_INTERVAL_MS    1000
+#define DRBD_DEFAULT_PING_INTERVAL_MS       10000
+#define DRBD_DEFAULT_PING_TIMEOUT_MS        5000
+#define DRBD_DEFAULT_MAX_EPOCH_SIZE         2048
+
+/* The options of BlockdevOptionsDrbd, as they appear flattened */
+static const char *const drbd_option_names[] = {
+    "resource", "node-id", "peer-node-id", "role", "protocol",
+    "connect-interval", "ping-interval", "ping-timeout", "max-epoch-size",
+    "resync-rate", "wfc-timeout",
+};
+static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
+
+/* Move our options out of @options into a dict of their own */
+static QDict *drbd_take_options(QDict *options)
+{
+    QDict *mine = qdict_new();
+    const QDictEntry *e, *next;
+
+    for (e = qdict_first(options); e; e = next) {
+        const char *key = qdict_entry_key(e);
+        bool ours = false;
+        int i;
+
+        next = qdict_next(options, e);
+        for (i = 0; i < ARRAY_SIZE(drbd_option_names) && !ours; i++) {
+            ours = !strcmp(key, drbd_option_names[i]);
+        }
+        for (i = 0; i < ARRAY_SIZE(drbd_option_prefixes) && !ours; i++) {
+            ours = strstart(key, drbd_option_prefixes[i], NULL);
+        }
+        if (ours) {
+            qdict_put_obj(mine, key, qobject_ref(qdict_entry_value(e)));
+            qdict_del(options, key);
+        }
+    }
+    return mine;
+}
+
+static BlockdevOptionsDrbd *drbd_parse_options(QDict *options, Error **errp)
+{
+    g_autoptr(QDict) mine = drbd_take_options(options);
+    BlockdevOptionsDrbd *opts = NULL;
+    Visitor *v;
+
+    v = qobject_input_visitor_new_flat_confused(mine, errp);
+    if (!v) {
+        return NULL;
+    }
+    visit_type_BlockdevOptionsDrbd(v, NULL, &opts, errp);
+    visit_free(v);
+    return opts;
+}
+
+static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
+                              Error **errp)
+{
+    s->resource = g_strdup(o->resource ?: "r0");
+    if (!s->resource[0] || strlen(s->resource) > DRBD_RESOURCE_NAME_MAX) {
+        error_setg(errp, "resource must have 1 to %d characters",
+                   DRBD_RESOURCE_NAME_MAX);
+        return -EINVAL;
+    }
+    s->node_id = o->has_node_id ? o->node_id : 0;
+    s->peer_node_id = o->has_peer_node_id ? o->peer_node_id :
+                      (s->node_id == 0 ? 1 : 0);
+    if (s->node_id > 31 || s->peer_node_id > 31) {
+        error_setg(errp, "node-id and peer-node-id must be 0 to 31");
+        return -EINVAL;
+    }
+    if (s->node_id == s->peer_node_id) {
+        error_setg(errp, "node-id and peer-node-id are both %d",
+                   s->node_id);
+        error_append_hint(errp, "Give each node of a pair its own id.\n");
+        return -EINVAL;
+    }
+    s->role = o->has_role ? o->role : DRBD_ROLE_SECONDARY;
+    if (s->role == DRBD_ROLE_UNKNOWN) {
+        error_setg(errp, "role must be primary or secondary");
+        return -EINVAL;
+    }
+    s->protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
+    s->listen_addr = QAPI_CLONE(SocketAddress, o->listen);
+    s->peer_addr = QAPI_CLONE(SocketAddress, o->peer);
+    s->connects = s->peer_addr &&
+                  (!s->listen_addr || s->node_id < s->peer_node_id);
+
+    s->connect_interval_ns = (o->has_connect_interval ?
+        o->connect_interval : DRBD_DEFAULT_CONNECT_INTERVAL_MS) * SCALE_MS;
+    s->ping_interval_ns = (o->has_ping_interval ?
+        o->ping_interval : DRBD_DEFAULT_PING_INTERVAL_MS) * SCALE_MS;
+    s->ping_timeout_ns = (o->has_ping_timeout ?
+        o->ping_timeout : DRBD_DEFAULT_PING_TIMEOUT_MS) * SCALE_MS;
+    if (!s->connect_interval_ns || !s->ping_interval_ns ||
+        !s->ping_timeout_ns) {
+        error_setg(errp, "connect-interval, ping-interval and ping-timeout "
+                   "must not be 0");
+        return -EINVAL;
+    }
+    s->max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
+                        DRBD_DEFAULT_MAX_EPOCH_SIZE;
+    if (!s->max_epoch_size) {
+        error_setg(errp, "max-epoch-size must not be 0");
+        return -EINVAL;
+    }
+    s->resync_rate = o->has_resync_rate ? o->resync_rate : 0;
+    return 0;
+}
+
+/* Wait up to @ms for the handshake with the peer to finish */
+static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
+{
+    AioContext *ctx = bdrv_get_aio_context(s->bs);
+    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       ms * SCALE_MS;
+
+    while (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
+        DrbdConnState c;
+
+        qemu_mutex_lock(&s->lock);
+        c = s->cstate;
+        qemu_mutex_unlock(&s->lock);
+        if (c >= DRBD_CONN_STATE_CONNECTED) {
+            return;
+        }
+        aio_poll(ctx, false);
+        g_usleep(1000);
+    }
+}
 
 static int GRAPH_UNLOCKED
 drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
 {
+    BDRVDrbdState *s = bs->opaque;
+    g_autoptr(BlockdevOptionsDrbd) opts = NULL;
+    int64_t size;
     int ret;
 
     GLOBAL_STATE_CODE();
+
+    s->bs = bs;
+    qemu_mutex_init(&s->lock);
+    qemu_co_mutex_init(&s->reqs_lock);
+    qemu_co_queue_init(&s->barrier_waiters);
+    qemu_co_queue_init(&s->drain_queue);
+    QTAILQ_INIT(&s->transfer_log);
+    QLIST_INIT(&s->active_reqs);
+    ratelimit_init(&s->resync_limit);
 
     ret = bdrv_open_file_child(NULL, options, "file", bs, errp);
     if (ret < 0) {
         return ret;
     }
 
-    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    opts = drbd_parse_options(options, errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    ret = drbd_apply_options(s, opts, errp);
+    if (ret < 0) {
+        return ret;
+    }
 
+    bdrv_graph_rdlock_main_loop();
+    size = bdrv_getlength(bs->file->bs);
     bs->supported_write_flags = BDRV_REQ_FUA &
         bs->file->bs->supported_write_flags;
-    bs->supported_zero_flags = (BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP |
-                                BDRV_REQ_NO_FALLBACK) &
+    bs->supported_zero_flags = (BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP) &
         bs->file->bs->supported_zero_flags;
+    bdrv_graph_rdunlock_main_loop();
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Could not get the size of '%s'",
+                         bs->file->bs->filename);
+        return size;
+    }
+    if (!QEMU_IS_ALIGNED(size, BDRV_SECTOR_SIZE)) {
+        error_setg(errp, "'%s' has %" PRId64 " bytes, not a multiple of %d",
+                   bs->file->bs->filename, size, (int)BDRV_SECTOR_SIZE);
+        return -EINVAL;
+    }
+    s->size = size;
+    s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
 
-    trace_drbd_open(bs, bs->file->bs->filename);
+    /*
+     * Without metadata on disk (yet), the local data is taken to be the
+     * newest: what a secondary lacks is what its primary recorded.
+     */
+    s->disk = DRBD_DISK_STATE_UP_TO_DATE;
+    s->peer_role = DRBD_ROLE_UNKNOWN;
+    s->peer_disk = DRBD_DISK_STATE_DUNKNOWN;
+    s->cstate = DRBD_CONN_STATE_STANDALONE;
+
+    trace_drbd_open(bs, bs->file->bs->filename, DrbdRole_str(s->role),
+                    s->protocol);
+    if (s->listen_addr || s->peer_addr) {
+        ret = drbd_conn_start(s, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        if (opts->has_wfc_timeout && opts->wfc_timeout) {
+            drbd_wait_for_connection(s, opts->wfc_timeout);
+        }
+    }
     return 0;
 }
 
 static void drbd_close(BlockDriverState *bs)
 {
+    BDRVDrbdState *s = bs->opaque;
+
     trace_drbd_close(bs);
+    drbd_conn_stop(s);
+    assert(QTAILQ_EMPTY(&s->transfer_log));
+    g_clear_pointer(&s->oos, hbitmap_free);
+    ratelimit_destroy(&s->resync_limit);
+    qapi_free_SocketAddress(s->listen_addr);
+    qapi_free_SocketAddress(s->peer_addr);
+    g_free(s->resource);
+    g_free(s->last_error);
+    qemu_mutex_destroy(&s->lock);
+}
+
+static void drbd_drain_begin(BlockDriverState *bs)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    qatomic_inc(&s->drained);
+}
+
+static void drbd_drain_end(BlockDriverState *bs)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    if (qatomic_fetch_dec(&s->drained) == 1) {
+        qemu_co_enter_all(&s->drain_queue, NULL);
+    }
+}
+
+/* Background I/O (applying, resync) waits here while the node is drained */
+void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s)
+{
+    while (qatomic_read(&s->drained) && !s->closing) {
+        qemu_co_queue_wait(&s->drain_queue, NULL);
+    }
+}
+
+/* Refuse guest I/O unless primary; say why once per refusal streak */
+static int drbd_check_primary(BDRVDrbdState *s, const char *what)
+{
+    DrbdRole role;
+
+    qemu_mutex_lock(&s->lock);
+    role = s->role;
+    qemu_mutex_unlock(&s->lock);
+    if (role == DRBD_ROLE_PRIMARY) {
+        s->refusal_reported = false;
+        return 0;
+    }
+    if (!s->refusal_reported) {
+        s->refusal_reported = true;
+        error_report("drbd node '%s' (resource %s) is %s: guest %s "
+                     "refused; promote it with drbd-promote",
+                     bdrv_get_node_name(s->bs), s->resource,
+                     DrbdRole_str(role), what);
+    }
+    trace_drbd_refused(s->bs, what, DrbdRole_str(role));
+    return -EPERM;
+}
+
+/*
+ * The transfer log.  All of these run under s->lock.
+ */
+
+static void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
+{
+    g_free(req);
+}
+
+void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
+                           DrbdReqEvent ev)
+{
+    unsigned actions = drbd_req_mod(&req->state, ev);
+
+    trace_drbd_req_event(s->bs, req->id, drbd_req_event_name(ev),
+                         req->state, actions);
+    if (actions & DRBD_RA_MARK_OOS) {
+        hbitmap_set(s->oos, req->offset, req->bytes);
+    }
+    if (actions & DRBD_RA_COMPLETE) {
+        /* Writes after this one may depend on it: they need a new epoch */
+        if ((req->state & DRBD_RQ_NET_SENT) && req->epoch == s->cur_epoch) {
+            s->epoch_needs_barrier = true;
+        }
+        if (req->waiter) {
+            aio_co_wake(req->waiter);
+            req->waiter = NULL;
+        }
+    }
+    if (actions & DRBD_RA_DESTROY) {
+        if (req->in_tl) {
+            QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
+            req->in_tl = false;
+            s->pe--;
+        }
+        if (req->guest_gone) {
+            drbd_req_free_locked(s, req);
+        }
+    }
+}
+
+DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
+{
+    DrbdRequest *req;
+
+    QTAILQ_FOREACH(req, &s->transfer_log, tl_next) {
+        if (req->id == id) {
+            return req;
+        }
+    }
+    return NULL;
+}
+
+void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch)
+{
+    DrbdRequest *req, *next;
+
+    QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
+        if ((req->state & DRBD_RQ_NET_SENT) &&
+            (int32_t)(req->epoch - epoch) <= 0) {
+            drbd_req_event_locked(s, req, DRBD_EV_BARRIER_ACK);
+        }
+    }
+    if ((int32_t)(epoch + 1 - s->barrier_acked_upto) > 0) {
+        s->barrier_acked_upto = epoch + 1;
+    }
+    qemu_co_queue_restart_all(&s->barrier_waiters);
+}
+
+void drbd_tl_connection_lost_locked(BDRVDrbdState *s)
+{
+    DrbdRequest *req, *next;
+
+    QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
+        drbd_req_event_locked(s, req, DRBD_EV_CONNECTION_LOST);
+    }
+    /* Requests still in the log wait for their local write */
+    s->epoch_size = 0;
+    s->epoch_needs_barrier = false;
+    s->barrier_acked_upto = s->cur_epoch;
+}
+
+/*
+ * A guest write, zeroes or discard on the primary: local and replicated
+ * in parallel, complete when the protocol says so.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
+                     int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+                     BdrvRequestFlags flags)
+{
+    BDRVDrbdState *s = bs->opaque;
+    DrbdRequest *req;
+    DrbdPeer *peer;
+    BlockReq active;
+    uint32_t dp_flags = 0;
+    int ret;
+
+    ret = drbd_check_primary(s, "write");
+    if (ret < 0) {
+        return ret;
+    }
+    if (flags & BDRV_REQ_FUA) {
+        dp_flags |= DRBD_DP_FUA;
+    }
+    if (flags & BDRV_REQ_MAY_UNMAP) {
+        dp_flags |= DRBD_DP_MAY_UNMAP;
+    }
+
+    /* Stay clear of resync chunks in flight over the same blocks */
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_wait_all(&s->active_reqs, offset, bytes, &s->reqs_lock);
+    reqlist_init_req(&s->active_reqs, &active, offset, bytes);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+
+    req = g_new0(DrbdRequest, 1);
+    req->s = s;
+    req->offset = offset;
+    req->bytes = bytes;
+    req->state = drbd_req_initial_state(s->protocol, flags & BDRV_REQ_FUA);
+
+    peer = drbd_peer_get(s);
+    qemu_mutex_lock(&s->lock);
+    req->id = ++s->next_req_id;
+    s->ap++;
+    if (peer) {
+        drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
+        QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
+        req->in_tl = true;
+        s->pe++;
+    } else {
+        drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
+    }
+    drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
+    qemu_mutex_unlock(&s->lock);
+
+    if (peer) {
+        drbd_send_write(peer, req, cmd, qiov, qiov_offset, dp_flags);
+        drbd_peer_put(peer);
+    }
+
+    qemu_mutex_lock(&s->lock);
+    s->lo++;
+    qemu_mutex_unlock(&s->lock);
+    switch (cmd) {
+    case DRBD_CMD_DATA:
+        ret = bdrv_co_pwritev_part(bs->file, offset, bytes, qiov,
+                                   qiov_offset, flags);
+        break;
+    case DRBD_CMD_ZEROES:
+        ret = bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
+        break;
+    default:
+        ret = bdrv_co_pdiscard(bs->file, offset, bytes);
+    }
+
+    qemu_mutex_lock(&s->lock);
+    s->lo--;
+    if (cmd == DRBD_CMD_DATA && ret == 0) {
+        s->dw += bytes;
+    }
+    drbd_req_event_locked(s, req, ret < 0 ? DRBD_EV_LOCAL_ERROR :
+                                            DRBD_EV_LOCAL_OK);
+    while (!(req->state & DRBD_RQ_COMPLETED)) {
+        req->waiter = qemu_coroutine_self();
+        qemu_mutex_unlock(&s->lock);
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    s->ap--;
+    if (req->in_tl) {
+        req->guest_gone = true;     /* the transfer log frees it */
+    } else {
+        drbd_req_free_locked(s, req);
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_remove_req(&active);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+    return ret;
 }
 
 static int coroutine_fn GRAPH_RDLOCK
@@ -53,8 +487,20 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                     QEMUIOVector *qiov, size_t qiov_offset,
                     BdrvRequestFlags flags)
 {
-    return bdrv_co_preadv_part(bs->file, offset, bytes, qiov, qiov_offset,
-                               flags);
+    BDRVDrbdState *s = bs->opaque;
+    int ret = drbd_check_primary(s, "read");
+
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_co_preadv_part(bs->file, offset, bytes, qiov, qiov_offset,
+                              flags);
+    if (ret == 0) {
+        qemu_mutex_lock(&s->lock);
+        s->dr += bytes;
+        qemu_mutex_unlock(&s->lock);
+    }
+    return ret;
 }
 
 static int coroutine_fn GRAPH_RDLOCK
@@ -62,31 +508,62 @@ drbd_co_pwritev_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                      QEMUIOVector *qiov, size_t qiov_offset,
                      BdrvRequestFlags flags)
 {
-    return bdrv_co_pwritev_part(bs->file, offset, bytes, qiov, qiov_offset,
-                                flags);
+    return drbd_co_write_common(bs, DRBD_CMD_DATA, offset, bytes, qiov,
+                                qiov_offset, flags);
 }
 
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset, int64_t bytes,
                       BdrvRequestFlags flags)
 {
-    return bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
+    return drbd_co_write_common(bs, DRBD_CMD_ZEROES, offset, bytes, NULL, 0,
+                                flags);
 }
 
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
 {
-    return bdrv_co_pdiscard(bs->file, offset, bytes);
+    return drbd_co_write_common(bs, DRBD_CMD_DISCARD, offset, bytes, NULL, 0,
+                                0);
 }
 
 /*
  * The driver owns the whole flush (the block layer does not flush our
- * children behind our back), so that replication can later make a flush
- * durable on the peers too.
+ * children behind our back): on a primary, a flush is durable on the peer
+ * too, by a barrier that asks the peer to flush once the epoch's writes
+ * are done, and whose ack we wait for.
  */
 static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
 {
-    return bdrv_co_flush(bs->file->bs);
+    BDRVDrbdState *s = bs->opaque;
+    DrbdPeer *peer = NULL;
+    uint32_t epoch = 0;
+    int sent = -1;
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        peer = drbd_peer_get(s);
+    } else {
+        qemu_mutex_unlock(&s->lock);
+    }
+    if (peer) {
+        sent = drbd_send_barrier(peer, true, &epoch);
+    }
+
+    ret = bdrv_co_flush(bs->file->bs);
+
+    if (peer) {
+        qemu_mutex_lock(&s->lock);
+        while (sent == 0 && !peer->broken &&
+               (int32_t)(s->barrier_acked_upto - epoch) <= 0) {
+            qemu_co_queue_wait(&s->barrier_waiters, &s->lock);
+        }
+        qemu_mutex_unlock(&s->lock);
+        drbd_peer_put(peer);
+    }
+    return ret;
 }
 
 static int coroutine_fn GRAPH_RDLOCK
@@ -103,11 +580,14 @@ drbd_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
 static int64_t coroutine_fn GRAPH_RDLOCK
 drbd_co_getlength(BlockDriverState *bs)
 {
-    return bdrv_co_getlength(bs->file->bs);
+    BDRVDrbdState *s = bs->opaque;
+
+    return s->size;
 }
 
 static BlockDriver bdrv_drbd = {
     .format_name                = "drbd",
+    .instance_size              = sizeof(BDRVDrbdState),
     .is_format                  = true,
 
     .bdrv_open                  = drbd_open,
@@ -121,7 +601,15 @@ static BlockDriver bdrv_drbd = {
     .bdrv_co_flush              = drbd_co_flush,
     .bdrv_co_block_status       = drbd_co_block_status,
     .bdrv_co_getlength          = drbd_co_getlength,
+
+    .bdrv_drain_begin           = drbd_drain_begin,
+    .bdrv_drain_end             = drbd_drain_end,
 };
+
+bool drbd_is_drbd_node(BlockDriverState *bs)
+{
+    return bs->drv == &bdrv_drbd;
+}
 
 static void bdrv_drbd_init(void)
 {

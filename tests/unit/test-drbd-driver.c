@@ -27,6 +27,7 @@ static QDict *drbd_options(const char *path)
     QDict *opts = qdict_new();
 
     qdict_put_str(opts, "driver", "drbd");
+    qdict_put_str(opts, "role", "primary");
     qdict_put_str(opts, "file.driver", "file");
     qdict_put_str(opts, "file.filename", path);
     return opts;

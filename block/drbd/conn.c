@@ -1,0 +1,1042 @@
+/*
+ * DRBD-style replication: the connection to the peer
+ *
+ * One connection manager coroutine per node establishes the connection
+ * (accepting or connecting, then the handshake), runs it, and after a
+ * failure tears it down and starts again every connect-interval.  A
+ * running connection has three coroutines: one receiver per channel and a
+ * pinger; a sync source has a fourth that sends the resync.  Senders are
+ * the coroutines that have something to send: they take the channel's
+ * send lock and write the whole packet.
+ *
+ * Everything here runs in the node's AioContext, apart from guest
+ * requests, which may come from other threads and only use the send
+ * locks and the node's lock.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/aio-wait.h"
+#include "qapi/error.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "qemu/timer.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+
+/* A socket that must finish its handshake before a deadline */
+typedef struct DrbdDeadline {
+    QEMUTimer *timer;
+    QIOChannel *ioc;
+    bool expired;
+} DrbdDeadline;
+
+static void drbd_deadline_cb(void *opaque)
+{
+    DrbdDeadline *d = opaque;
+
+    d->expired = true;
+    qio_channel_shutdown(d->ioc, QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+}
+
+static void drbd_deadline_arm(DrbdDeadline *d, QIOChannelSocket *sioc,
+                              uint64_t ns)
+{
+    d->ioc = QIO_CHANNEL(sioc);
+    d->expired = false;
+    d->timer = aio_timer_new(qemu_get_current_aio_context(),
+                             QEMU_CLOCK_REALTIME, SCALE_NS,
+                             drbd_deadline_cb, d);
+    timer_mod(d->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
+}
+
+static void drbd_deadline_disarm(DrbdDeadline *d)
+{
+    if (d->timer) {
+        timer_free(d->timer);
+        d->timer = NULL;
+    }
+}
+
+static void drbd_setup_channel(QIOChannelSocket *sioc, const char *name)
+{
+    QIOChannel *ioc = QIO_CHANNEL(sioc);
+
+    qio_channel_set_name(ioc, name);
+    qio_channel_set_blocking(ioc, false, NULL);
+    qio_channel_set_follow_coroutine_ctx(ioc, true);
+    qio_channel_set_delay(ioc, false);
+}
+
+/* Write one encoded packet; the caller holds the channel's send lock */
+static int coroutine_fn drbd_write_packet(QIOChannelSocket *sioc,
+                                          GByteArray *pkt, Error **errp)
+{
+    return qio_channel_write_all(QIO_CHANNEL(sioc), (char *)pkt->data,
+                                 pkt->len, errp);
+}
+
+/*
+ * Read one packet: its header into @h and its payload into a buffer the
+ * caller frees.  Returns 0 on success, -EPIPE on end of file before a
+ * header, and -EINVAL or -EIO with @errp set otherwise.
+ */
+static int coroutine_fn drbd_read_packet(QIOChannelSocket *sioc,
+                                         DrbdHeader *h, uint8_t **payload,
+                                         Error **errp)
+{
+    uint8_t hbuf[DRBD_WIRE_HEADER_SIZE];
+    int ret;
+
+    *payload = NULL;
+    ret = qio_channel_read_all_eof(QIO_CHANNEL(sioc), (char *)hbuf,
+                                   sizeof(hbuf), errp);
+    if (ret == 0) {
+        error_setg(errp, "connection closed by the peer");
+        return -EPIPE;
+    }
+    if (ret < 0) {
+        return -EIO;
+    }
+    if (drbd_wire_get_header(hbuf, h, errp) < 0) {
+        return -EINVAL;
+    }
+    if (h->length) {
+        *payload = g_malloc(h->length);
+        if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)*payload,
+                                 h->length, errp) < 0) {
+            g_free(*payload);
+            *payload = NULL;
+            return -EIO;
+        }
+    }
+    trace_drbd_recv_packet(drbd_cmd_name(h->cmd), h->length);
+    return 0;
+}
+
+/* Read a packet that must be @cmd */
+static int coroutine_fn drbd_expect_packet(QIOChannelSocket *sioc,
+                                           uint16_t cmd, uint8_t **payload,
+                                           uint32_t *len, Error **errp)
+{
+    DrbdHeader h;
+    int ret = drbd_read_packet(sioc, &h, payload, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (h.cmd != cmd) {
+        error_setg(errp, "expected a %s packet, got %s", drbd_cmd_name(cmd),
+                   drbd_cmd_name(h.cmd));
+        g_free(*payload);
+        *payload = NULL;
+        return -EINVAL;
+    }
+    *len = h.length;
+    return 0;
+}
+
+static void drbd_make_hello(BDRVDrbdState *s, DrbdHello *h, bool meta)
+{
+    *h = (DrbdHello) {
+        .version_min = DRBD_PROTO_VERSION_MIN,
+        .version_max = DRBD_PROTO_VERSION_MAX,
+        .node_id = s->node_id,
+        .flags = meta ? DRBD_HELLO_META_CHANNEL : 0,
+    };
+    pstrcpy(h->resource, sizeof(h->resource), s->resource);
+}
+
+/* Check the peer's HELLO against our configuration */
+static int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h,
+                            Error **errp)
+{
+    uint32_t common_max = MIN(h->version_max, DRBD_PROTO_VERSION_MAX);
+
+    if (common_max < MAX(h->version_min, DRBD_PROTO_VERSION_MIN)) {
+        error_setg(errp, "the peer speaks protocol versions %" PRIu32
+                   " to %" PRIu32 ", this node %d to %d: no common version",
+                   h->version_min, h->version_max, DRBD_PROTO_VERSION_MIN,
+                   DRBD_PROTO_VERSION_MAX);
+        return -EPROTO;
+    }
+    if (strcmp(h->resource, s->resource) != 0) {
+        error_setg(errp, "the peer is of resource '%s', this node of '%s'",
+                   h->resource, s->resource);
+        return -EINVAL;
+    }
+    if (h->node_id != s->peer_node_id) {
+        error_setg(errp, "the peer has node-id %" PRIu32 ", peer-node-id "
+                   "is %d", h->node_id, s->peer_node_id);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int coroutine_fn drbd_send_hello(BDRVDrbdState *s,
+                                        QIOChannelSocket *sioc, bool meta,
+                                        Error **errp)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdHello hello;
+
+    drbd_make_hello(s, &hello, meta);
+    drbd_wire_put_hello(pkt, &hello);
+    return drbd_write_packet(sioc, pkt, errp);
+}
+
+static int coroutine_fn drbd_recv_hello(QIOChannelSocket *sioc,
+                                        DrbdHello *hello, Error **errp)
+{
+    g_autofree uint8_t *payload = NULL;
+    uint32_t len;
+    int ret;
+
+    ret = drbd_expect_packet(sioc, DRBD_CMD_HELLO, &payload, &len, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    return drbd_wire_get_hello(payload, len, hello, errp);
+}
+
+/* Connect one channel and exchange HELLOs on it */
+static QIOChannelSocket *coroutine_fn
+drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
+{
+    g_autoptr(QIOChannelSocket) sioc = qio_channel_socket_new();
+    DrbdDeadline dl = { 0 };
+    DrbdHello hello;
+    int ret;
+
+    /*
+     * The connect itself blocks; on loopback and on a LAN a refused or
+     * completed connection is immediate.
+     */
+    if (qio_channel_socket_connect_sync(sioc, s->peer_addr, errp) < 0) {
+        return NULL;
+    }
+    drbd_setup_channel(sioc, meta ? "drbd-meta" : "drbd-data");
+    s->establishing = sioc;
+    drbd_deadline_arm(&dl, sioc, s->ping_timeout_ns);
+    ret = drbd_send_hello(s, sioc, meta, errp);
+    if (ret == 0) {
+        ret = drbd_recv_hello(sioc, &hello, errp);
+    }
+    if (ret == 0) {
+        ret = drbd_check_hello(s, &hello, errp);
+    }
+    drbd_deadline_disarm(&dl);
+    s->establishing = NULL;
+    if (ret < 0) {
+        if (dl.expired) {
+            error_free(*errp);
+            *errp = NULL;
+            error_setg(errp, "the peer did not answer the handshake");
+        }
+        return NULL;
+    }
+    return g_steal_pointer(&sioc);
+}
+
+/* Accept connections until we hold a data and a meta channel */
+static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
+                                             QIOChannelSocket **data,
+                                             QIOChannelSocket **meta,
+                                             Error **errp)
+{
+    *data = NULL;
+    *meta = NULL;
+
+    while (!*data || !*meta) {
+        g_autoptr(QIOChannelSocket) sioc = NULL;
+        Error *local_err = NULL;
+        DrbdDeadline dl = { 0 };
+        DrbdHello hello = { 0 };
+        bool is_meta;
+        int ret;
+
+        if (s->closing) {
+            goto fail;
+        }
+        sioc = qio_channel_socket_accept(s->listener, NULL);
+        if (!sioc) {
+            qio_channel_yield(QIO_CHANNEL(s->listener), G_IO_IN);
+            continue;
+        }
+        drbd_setup_channel(sioc, "drbd-accepted");
+        s->establishing = sioc;
+        drbd_deadline_arm(&dl, sioc, s->ping_timeout_ns);
+        ret = drbd_recv_hello(sioc, &hello, &local_err);
+        if (ret == 0) {
+            ret = drbd_check_hello(s, &hello, &local_err);
+        }
+        is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
+        if (ret == 0) {
+            ret = drbd_send_hello(s, sioc, is_meta, &local_err);
+        }
+        drbd_deadline_disarm(&dl);
+        s->establishing = NULL;
+        if (ret < 0) {
+            if (dl.expired) {
+                error_free(local_err);
+                local_err = NULL;
+                error_setg(&local_err, "the peer did not finish the "
+                           "handshake in time");
+            }
+            /* A bad candidate does not stop us listening */
+            drbd_note_error(s, local_err);
+            continue;
+        }
+        /* A second channel of the same kind replaces the first */
+        if (is_meta) {
+            g_clear_pointer(meta, object_unref);
+            *meta = g_steal_pointer(&sioc);
+        } else {
+            g_clear_pointer(data, object_unref);
+            *data = g_steal_pointer(&sioc);
+        }
+    }
+    return 0;
+
+fail:
+    g_clear_pointer(data, object_unref);
+    g_clear_pointer(meta, object_unref);
+    error_setg(errp, "closing");
+    return -ECANCELED;
+}
+
+/* Exchange sizes and states on the data channel */
+static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *payload = NULL;
+    g_autofree uint8_t *payload2 = NULL;
+    DrbdSizes mine = {
+        .disk_size = s->size,
+        .max_epoch_size = s->max_epoch_size,
+        .protocol = s->protocol,
+    };
+    DrbdSizes theirs;
+    DrbdStatePacket st;
+    uint32_t len;
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    st.role = s->role;
+    st.disk_state = s->disk;
+    qemu_mutex_unlock(&s->lock);
+
+    drbd_wire_put_sizes(pkt, &mine);
+    drbd_wire_put_state(pkt, &st);
+    ret = drbd_write_packet(peer->data, pkt, errp);
+    if (ret < 0) {
+        return ret;
+    }
+
+    ret = drbd_expect_packet(peer->data, DRBD_CMD_SIZES, &payload, &len,
+                             errp);
+    if (ret < 0 || drbd_wire_get_sizes(payload, len, &theirs, errp) < 0) {
+        return -EINVAL;
+    }
+    ret = drbd_expect_packet(peer->data, DRBD_CMD_STATE, &payload2, &len,
+                             errp);
+    if (ret < 0 || drbd_wire_get_state(payload2, len, &st, errp) < 0) {
+        return -EINVAL;
+    }
+
+    if (theirs.disk_size != s->size) {
+        error_setg(errp, "the peer's disk has %" PRIu64 " bytes, this "
+                   "node's %" PRIu64 ": the sizes must be equal",
+                   theirs.disk_size, s->size);
+        return -EINVAL;
+    }
+    if (theirs.protocol != s->protocol) {
+        error_setg(errp, "the peer uses protocol %c, this node %c",
+                   theirs.protocol, s->protocol);
+        return -EINVAL;
+    }
+    if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "both nodes are primary: refusing to connect "
+                   "(demote one of them)");
+        return -EINVAL;
+    }
+    peer->role = st.role;
+    peer->disk = st.disk_state;
+    return 0;
+}
+
+static DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
+                               QIOChannelSocket *meta)
+{
+    DrbdPeer *peer = g_new0(DrbdPeer, 1);
+
+    peer->s = s;
+    peer->data = data;
+    peer->meta = meta;
+    peer->role = DRBD_ROLE_UNKNOWN;
+    peer->disk = DRBD_DISK_STATE_DUNKNOWN;
+    qemu_co_mutex_init(&peer->data_send_lock);
+    qemu_co_mutex_init(&peer->meta_send_lock);
+    QLIST_INIT(&peer->apply_reqs);
+    return peer;
+}
+
+static void drbd_peer_free(DrbdPeer *peer)
+{
+    object_unref(OBJECT(peer->data));
+    object_unref(OBJECT(peer->meta));
+    g_free(peer->broken_reason);
+    g_free(peer);
+}
+
+/* Establish a connection: the two channels and the handshake */
+static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
+{
+    QIOChannelSocket *data = NULL, *meta = NULL;
+    DrbdPeer *peer;
+
+    if (s->connects) {
+        data = drbd_connect_channel(s, false, errp);
+        if (!data) {
+            return NULL;
+        }
+        meta = drbd_connect_channel(s, true, errp);
+        if (!meta) {
+            object_unref(OBJECT(data));
+            return NULL;
+        }
+    } else if (drbd_accept_channels(s, &data, &meta, errp) < 0) {
+        return NULL;
+    }
+
+    peer = drbd_peer_new(s, data, meta);
+    drbd_set_state(s, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
+                   "connected, handshake");
+    if (drbd_exchange_params(peer, errp) < 0) {
+        drbd_peer_free(peer);
+        return NULL;
+    }
+    return peer;
+}
+
+void drbd_note_error(BDRVDrbdState *s, Error *err)
+{
+    if (!err) {
+        return;
+    }
+    trace_drbd_conn_error(s->bs, error_get_pretty(err));
+    qemu_mutex_lock(&s->lock);
+    g_free(s->last_error);
+    s->last_error = g_strdup(error_get_pretty(err));
+    qemu_mutex_unlock(&s->lock);
+    error_free(err);
+}
+
+/*
+ * Start tearing the connection down: the receivers see their channels
+ * shut down, the pinger and the resync their sleep end.  Only the first
+ * reason is kept.
+ */
+void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
+{
+    BDRVDrbdState *s = peer->s;
+    va_list ap;
+
+    qemu_mutex_lock(&s->lock);
+    if (peer->broken) {
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    peer->broken = true;
+    va_start(ap, fmt);
+    peer->broken_reason = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_peer_fail(peer->s->bs, peer->broken_reason);
+
+    qio_channel_shutdown(QIO_CHANNEL(peer->data), QIO_CHANNEL_SHUTDOWN_BOTH,
+                         NULL);
+    qio_channel_shutdown(QIO_CHANNEL(peer->meta), QIO_CHANNEL_SHUTDOWN_BOTH,
+                         NULL);
+    qemu_co_sleep_wake(&peer->ping_sleep);
+    qemu_co_sleep_wake(&peer->resync_sleep);
+    qemu_co_enter_all(&s->drain_queue, NULL);
+    qemu_co_enter_all(&s->barrier_waiters, NULL);
+}
+
+/*
+ * The connected peer, with a reference that keeps it from being freed
+ * until drbd_peer_put(); NULL when there is none.
+ */
+DrbdPeer *drbd_peer_get(BDRVDrbdState *s)
+{
+    DrbdPeer *peer;
+
+    qemu_mutex_lock(&s->lock);
+    peer = s->peer && !s->peer->broken ? s->peer : NULL;
+    if (peer) {
+        peer->running++;
+    }
+    qemu_mutex_unlock(&s->lock);
+    return peer;
+}
+
+/* Drop a reference; the last one after a break wakes the manager */
+void drbd_peer_put(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    bool wake;
+
+    qemu_mutex_lock(&s->lock);
+    assert(peer->running > 0);
+    wake = --peer->running == 0 && peer->broken;
+    qemu_mutex_unlock(&s->lock);
+    if (wake) {
+        aio_co_wake(s->conn_co);
+    }
+}
+
+/* Send a packet on the meta channel; failures break the connection */
+int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt)
+{
+    Error *err = NULL;
+    int ret;
+
+    qemu_co_mutex_lock(&peer->meta_send_lock);
+    ret = peer->broken ? -EPIPE : drbd_write_packet(peer->meta, pkt, &err);
+    qemu_co_mutex_unlock(&peer->meta_send_lock);
+    if (ret < 0 && err) {
+        drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    return ret;
+}
+
+void coroutine_fn drbd_send_block_ack(DrbdPeer *peer, uint16_t cmd,
+                                      uint64_t offset, uint64_t id,
+                                      uint32_t bytes)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdBlockAck ack = { .offset = offset, .id = id, .bytes = bytes };
+
+    drbd_wire_put_block_ack(pkt, cmd, &ack);
+    drbd_send_meta(peer, pkt);
+}
+
+/* Close the current epoch with a barrier; the caller holds data_send_lock */
+static void drbd_close_epoch_locked(BDRVDrbdState *s, GByteArray *pkt,
+                                    bool flush)
+{
+    DrbdBarrier b = {
+        .epoch = s->cur_epoch,
+        .set_size = s->epoch_size,
+        .flags = flush ? DRBD_BARRIER_FLUSH : 0,
+    };
+
+    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER, &b);
+    s->cur_epoch++;
+    s->epoch_size = 0;
+    s->epoch_needs_barrier = false;
+}
+
+/*
+ * Send a guest write (DATA, ZEROES or DISCARD) to the peer, opening a new
+ * epoch first when the write may depend on one already completed.  Feeds
+ * DRBD_EV_SENT or DRBD_EV_SEND_FAILED to the request.
+ */
+int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
+                                 uint16_t cmd, QEMUIOVector *qiov,
+                                 size_t qiov_offset, uint32_t dp_flags)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdDataPacket p = {
+        .offset = req->offset,
+        .id = req->id,
+        .flags = dp_flags,
+        .bytes = req->bytes,
+    };
+    Error *err = NULL;
+    int ret = -EPIPE;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    if (!peer->broken) {
+        qemu_mutex_lock(&s->lock);
+        if (s->epoch_needs_barrier || s->epoch_size >= s->max_epoch_size) {
+            drbd_close_epoch_locked(s, pkt, false);
+        }
+        req->epoch = s->cur_epoch;
+        p.epoch = s->cur_epoch;
+        s->epoch_size++;
+        qemu_mutex_unlock(&s->lock);
+
+        drbd_wire_put_data_header(pkt, cmd, &p);
+        if (cmd == DRBD_CMD_DATA) {
+            struct iovec iov[IOV_MAX];
+            int niov;
+
+            iov[0].iov_base = pkt->data;
+            iov[0].iov_len = pkt->len;
+            niov = qemu_iovec_subvec_niov(qiov, qiov_offset, req->bytes);
+            if (niov < IOV_MAX) {
+                niov = iov_copy(iov + 1, IOV_MAX - 1, qiov->iov, qiov->niov,
+                                qiov_offset, req->bytes);
+                ret = qio_channel_writev_all(QIO_CHANNEL(peer->data), iov,
+                                             niov + 1, &err);
+            } else {
+                /* Too fragmented for one writev: send a linear copy */
+                g_autofree uint8_t *buf = g_malloc(req->bytes);
+
+                qemu_iovec_to_buf(qiov, qiov_offset, buf, req->bytes);
+                g_byte_array_append(pkt, buf, req->bytes);
+                ret = drbd_write_packet(peer->data, pkt, &err);
+            }
+        } else {
+            ret = drbd_write_packet(peer->data, pkt, &err);
+        }
+    }
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+
+    qemu_mutex_lock(&s->lock);
+    if (ret < 0) {
+        drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
+    } else {
+        s->ns += cmd == DRBD_CMD_DATA ? req->bytes : 0;
+        drbd_req_event_locked(s, req, DRBD_EV_SENT);
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (err) {
+        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    trace_drbd_send_write(s->bs, drbd_cmd_name(cmd), req->id, req->offset,
+                          req->bytes, req->epoch, ret);
+    return ret;
+}
+
+/*
+ * Close the current epoch with a barrier that asks the peer to flush its
+ * disk once the epoch's writes are done; *@epoch is the epoch whose
+ * BARRIER_ACK says the peer's disk is stable.
+ */
+int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
+                                   uint32_t *epoch)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    Error *err = NULL;
+    int ret = -EPIPE;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    if (!peer->broken) {
+        qemu_mutex_lock(&s->lock);
+        *epoch = s->cur_epoch;
+        drbd_close_epoch_locked(s, pkt, flush);
+        qemu_mutex_unlock(&s->lock);
+        ret = drbd_write_packet(peer->data, pkt, &err);
+    }
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+    if (err) {
+        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    return ret;
+}
+
+/* Send a packet on the data channel, for the resync and the secondary */
+int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt)
+{
+    Error *err = NULL;
+    int ret;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    ret = peer->broken ? -EPIPE : drbd_write_packet(peer->data, pkt, &err);
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+    if (err) {
+        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    return ret;
+}
+
+/* An ack for one of our requests arrived on the meta channel */
+static void drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
+                               const DrbdBlockAck *ack)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdRequest *req;
+
+    if (ack->id & DRBD_RESYNC_ID_FLAG) {
+        drbd_resync_acked(peer, cmd, ack);
+        return;
+    }
+
+    qemu_mutex_lock(&s->lock);
+    req = drbd_req_find_locked(s, ack->id);
+    if (req) {
+        drbd_req_event_locked(s, req, cmd == DRBD_CMD_RECV_ACK ?
+                              DRBD_EV_RECV_ACK :
+                              cmd == DRBD_CMD_WRITE_ACK ?
+                              DRBD_EV_WRITE_ACK : DRBD_EV_NEG_ACK);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (!req) {
+        /* Acks for requests that are gone are harmless: log only */
+        trace_drbd_stray_ack(s->bs, drbd_cmd_name(cmd), ack->id);
+    }
+}
+
+static void coroutine_fn drbd_meta_receiver(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    while (!peer->broken) {
+        g_autofree uint8_t *payload = NULL;
+        Error *err = NULL;
+        DrbdHeader h;
+        DrbdBlockAck ack;
+        DrbdBarrier b;
+        int ret;
+
+        ret = drbd_read_packet(peer->meta, &h, &payload, &err);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+        peer->ping_answered = true;   /* any traffic proves the peer alive */
+
+        switch (h.cmd) {
+        case DRBD_CMD_PING: {
+            g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+            drbd_wire_put_empty(pkt, DRBD_CMD_PING_ACK);
+            drbd_send_meta(peer, pkt);
+            break;
+        }
+        case DRBD_CMD_PING_ACK:
+            break;
+        case DRBD_CMD_RECV_ACK:
+        case DRBD_CMD_WRITE_ACK:
+        case DRBD_CMD_NEG_ACK:
+            ret = drbd_wire_get_block_ack(h.cmd, payload, h.length, s->size,
+                                          &ack, &err);
+            if (ret == 0) {
+                drbd_got_block_ack(peer, h.cmd, &ack);
+            }
+            break;
+        case DRBD_CMD_BARRIER_ACK:
+            ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
+            if (ret == 0) {
+                qemu_mutex_lock(&s->lock);
+                drbd_tl_barrier_acked_locked(s, b.epoch);
+                qemu_mutex_unlock(&s->lock);
+            }
+            break;
+        default:
+            error_setg(&err, "%s packet on the meta channel",
+                       drbd_cmd_name(h.cmd));
+            ret = -EINVAL;
+        }
+        if (ret < 0) {
+            drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+    }
+    drbd_peer_put(peer);
+}
+
+/* The peer's role or disk changed (it was promoted or demoted) */
+static int drbd_peer_state_changed(DrbdPeer *peer, const DrbdStatePacket *st,
+                                   Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    bool both_primary;
+
+    qemu_mutex_lock(&s->lock);
+    both_primary = st->role == DRBD_ROLE_PRIMARY &&
+                   s->role == DRBD_ROLE_PRIMARY;
+    qemu_mutex_unlock(&s->lock);
+    if (both_primary) {
+        error_setg(errp, "the peer became primary while this node is "
+                   "primary");
+        return -EINVAL;
+    }
+    drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,
+                   st->role == DRBD_ROLE_PRIMARY ? "peer promoted" :
+                   "peer state changed");
+    return 0;
+}
+
+static void coroutine_fn drbd_send_state_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdStatePacket st;
+
+    qemu_mutex_lock(&s->lock);
+    st.role = s->role;
+    st.disk_state = s->disk;
+    qemu_mutex_unlock(&s->lock);
+    drbd_wire_put_state(pkt, &st);
+    drbd_send_data_channel(peer, pkt);
+    drbd_peer_put(peer);
+}
+
+/* Tell the peer our role and disk state, after a promotion or demotion */
+void drbd_announce_role(BDRVDrbdState *s)
+{
+    DrbdPeer *peer = drbd_peer_get(s);
+
+    if (peer) {
+        aio_co_enter(bdrv_get_aio_context(s->bs),
+                     qemu_coroutine_create(drbd_send_state_co, peer));
+    }
+}
+
+static void coroutine_fn drbd_data_receiver(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    while (!peer->broken) {
+        uint8_t *payload = NULL;
+        Error *err = NULL;
+        DrbdHeader h;
+        DrbdDataPacket p;
+        DrbdBlockAck ack;
+        DrbdBarrier b;
+        DrbdStatePacket st;
+        int ret;
+
+        ret = drbd_read_packet(peer->data, &h, &payload, &err);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+
+        switch (h.cmd) {
+        case DRBD_CMD_DATA:
+        case DRBD_CMD_ZEROES:
+        case DRBD_CMD_DISCARD:
+        case DRBD_CMD_RS_DATA:
+            ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
+                                     &err);
+            if (ret == 0) {
+                /* the payload now belongs to the write */
+                ret = drbd_peer_apply(peer, h.cmd, &p, payload, &err);
+                payload = NULL;
+            }
+            break;
+        case DRBD_CMD_BARRIER:
+            ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
+            if (ret == 0) {
+                ret = drbd_peer_barrier(peer, &b, &err);
+            }
+            break;
+        case DRBD_CMD_OUT_OF_SYNC:
+            ret = drbd_wire_get_block_ack(h.cmd, payload, h.length, s->size,
+                                          &ack, &err);
+            if (ret == 0) {
+                ret = drbd_peer_out_of_sync(peer, &ack, &err);
+            }
+            break;
+        case DRBD_CMD_RS_DONE:
+            ret = drbd_peer_resync_done(peer, &err);
+            break;
+        case DRBD_CMD_STATE:
+            ret = drbd_wire_get_state(payload, h.length, &st, &err);
+            if (ret == 0) {
+                ret = drbd_peer_state_changed(peer, &st, &err);
+            }
+            break;
+        default:
+            error_setg(&err, "%s packet on the data channel",
+                       drbd_cmd_name(h.cmd));
+            ret = -EINVAL;
+        }
+        g_free(payload);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+    }
+    drbd_peer_put(peer);
+}
+
+/* Ping the peer every ping-interval; no answer in ping-timeout kills it */
+static void coroutine_fn drbd_pinger(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    while (!peer->broken) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        qemu_co_sleep_ns_wakeable(&peer->ping_sleep, QEMU_CLOCK_REALTIME,
+                                  s->ping_interval_ns);
+        if (peer->broken) {
+            break;
+        }
+        peer->ping_answered = false;
+        drbd_wire_put_empty(pkt, DRBD_CMD_PING);
+        if (drbd_send_meta(peer, pkt) < 0) {
+            break;
+        }
+        qemu_co_sleep_ns_wakeable(&peer->ping_sleep, QEMU_CLOCK_REALTIME,
+                                  s->ping_timeout_ns);
+        if (!peer->broken && !peer->ping_answered) {
+            drbd_peer_fail(peer, "the peer did not answer a ping in %" PRIu64
+                           " ms", s->ping_timeout_ns / SCALE_MS);
+        }
+    }
+    drbd_peer_put(peer);
+}
+
+/*
+ * Start a coroutine of the connection in our AioContext; it holds a
+ * reference to the peer and drops it with drbd_peer_put() when it ends.
+ */
+void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque)
+{
+    qemu_mutex_lock(&peer->s->lock);
+    peer->running++;
+    qemu_mutex_unlock(&peer->s->lock);
+    aio_co_enter(bdrv_get_aio_context(peer->s->bs),
+                 qemu_coroutine_create(fn, opaque));
+}
+
+static void coroutine_fn drbd_resync_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+
+    drbd_resync_run(peer);
+    drbd_peer_put(peer);
+}
+
+/* Run an established connection until it breaks */
+static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
+{
+    bool sync_source;
+
+    qemu_mutex_lock(&s->lock);
+    s->peer = peer;
+    g_clear_pointer(&s->last_error, g_free);
+    sync_source = s->role == DRBD_ROLE_PRIMARY &&
+                  peer->role != DRBD_ROLE_PRIMARY &&
+                  hbitmap_count(s->oos) > 0;
+    qemu_mutex_unlock(&s->lock);
+
+    drbd_set_state(s, -1, sync_source ? DRBD_CONN_STATE_SYNC_SOURCE :
+                   DRBD_CONN_STATE_CONNECTED, -1, peer->role, peer->disk,
+                   "connected");
+
+    drbd_peer_spawn(peer, drbd_meta_receiver, peer);
+    drbd_peer_spawn(peer, drbd_data_receiver, peer);
+    drbd_peer_spawn(peer, drbd_pinger, peer);
+    if (sync_source) {
+        drbd_peer_spawn(peer, drbd_resync_co, peer);
+    }
+
+    /* The last reference dropped after the break wakes us */
+    qemu_mutex_lock(&s->lock);
+    while (peer->running > 0 || !peer->broken) {
+        qemu_mutex_unlock(&s->lock);
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    s->peer = NULL;
+    drbd_tl_connection_lost_locked(s);
+    g_free(s->last_error);
+    s->last_error = g_strdup(peer->broken_reason);
+    qemu_mutex_unlock(&s->lock);
+    drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1,
+                   DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,
+                   peer->broken_reason);
+    drbd_peer_free(peer);
+}
+
+static void coroutine_fn drbd_conn_co(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+
+    while (!s->closing) {
+        Error *err = NULL;
+        DrbdPeer *peer = drbd_establish(s, &err);
+
+        if (peer) {
+            drbd_peer_run(s, peer);
+        } else {
+            if (!s->closing) {
+                drbd_note_error(s, err);
+            } else {
+                error_free(err);
+            }
+            drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1,
+                           NULL);
+        }
+        if (!s->closing && s->connects) {
+            qemu_co_sleep_ns_wakeable(&s->conn_sleep, QEMU_CLOCK_REALTIME,
+                                      s->connect_interval_ns);
+        }
+    }
+    s->conn_co = NULL;
+    aio_wait_kick();
+}
+
+int drbd_conn_start(BDRVDrbdState *s, Error **errp)
+{
+    if (s->listen_addr && (!s->peer_addr || !s->connects)) {
+        s->listener = qio_channel_socket_new();
+        qio_channel_set_name(QIO_CHANNEL(s->listener), "drbd-listener");
+        if (qio_channel_socket_listen_sync(s->listener, s->listen_addr, 1,
+                                           errp) < 0) {
+            g_clear_pointer(&s->listener, object_unref);
+            return -EIO;
+        }
+        drbd_setup_channel(s->listener, "drbd-listener");
+    }
+
+    s->closing = false;
+    drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1, NULL);
+    s->conn_co = qemu_coroutine_create(drbd_conn_co, s);
+    aio_co_enter(bdrv_get_aio_context(s->bs), s->conn_co);
+    return 0;
+}
+
+/* Stop the connection manager and wait until it and its peer are gone */
+void drbd_conn_stop(BDRVDrbdState *s)
+{
+    if (!s->conn_co) {
+        return;
+    }
+    s->closing = true;
+    if (s->peer) {
+        drbd_peer_fail(s->peer, "the node is closing");
+    }
+    if (s->establishing) {
+        qio_channel_shutdown(QIO_CHANNEL(s->establishing),
+                             QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+    }
+    if (s->listener) {
+        qio_channel_wake_read(QIO_CHANNEL(s->listener));
+    }
+    qemu_co_sleep_wake(&s->conn_sleep);
+    qemu_co_enter_all(&s->drain_queue, NULL);
+
+    AIO_WAIT_WHILE_UNLOCKED(NULL, s->conn_co != NULL);
+    g_clear_pointer(&s->listener, object_unref);
+}

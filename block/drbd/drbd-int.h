@@ -1,0 +1,209 @@
+/*
+ * DRBD-style replicated block device: state shared by the driver's files
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef BLOCK_DRBD_INT_H
+#define BLOCK_DRBD_INT_H
+
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "block/reqlist.h"
+#include "io/channel-socket.h"
+#include "qapi/qapi-types-drbd.h"
+#include "qemu/coroutine.h"
+#include "qemu/hbitmap.h"
+#include "qemu/queue.h"
+#include "qemu/ratelimit.h"
+#include "qemu/thread.h"
+
+#include "req.h"
+#include "wire.h"
+
+#define DRBD_BM_GRANULARITY     12      /* 4 KiB per out-of-sync bit */
+#define DRBD_RESYNC_CHUNK       (256 * KiB)
+
+typedef struct BDRVDrbdState BDRVDrbdState;
+
+/* A guest write on the primary, from submission until the peer is done */
+typedef struct DrbdRequest {
+    BDRVDrbdState *s;
+    uint64_t id;                /* the cookie the peer echoes in acks */
+    int64_t offset;
+    int64_t bytes;
+    uint32_t epoch;
+    unsigned state;             /* DRBD_RQ_* (req.h), under s->lock */
+    Coroutine *waiter;          /* the guest's coroutine, while it waits */
+    bool in_tl;                 /* in the transfer log */
+    bool guest_gone;            /* the guest's coroutine returned */
+    QTAILQ_ENTRY(DrbdRequest) tl_next;
+} DrbdRequest;
+
+/* Resync write acks carry ids with this bit set; guest requests never do */
+#define DRBD_RESYNC_ID_FLAG     (1ULL << 63)
+
+/*
+ * One connection to one peer: a data channel (writes, barriers, resync)
+ * and a meta channel (acks, pings), so that acks never wait behind bulk
+ * data.  A channel is written by whoever holds its send lock, and read
+ * by one receiver coroutine.
+ *
+ * The connection manager frees the peer once it is broken and every
+ * reference (drbd_peer_get(), drbd_peer_spawn()) is gone.
+ */
+typedef struct DrbdPeer {
+    BDRVDrbdState *s;
+
+    QIOChannelSocket *data;
+    QIOChannelSocket *meta;
+    CoMutex data_send_lock;
+    CoMutex meta_send_lock;
+
+    /* Under s->lock */
+    unsigned running;           /* references */
+    bool broken;                /* teardown has started */
+    char *broken_reason;
+
+    /* What the peer said in the handshake */
+    DrbdRole role;
+    DrbdDiskState disk;
+
+    /* In the node's AioContext only */
+    bool ping_answered;
+    QemuCoSleep ping_sleep;
+    QemuCoSleep resync_sleep;
+
+    /* Receiving side: writes being applied, for ordering */
+    unsigned epoch_writes_inflight;
+    unsigned epoch_writes;      /* of the current epoch, arrived */
+    unsigned resync_inflight;
+    Coroutine *epoch_waiter;
+    BlockReqList apply_reqs;
+    bool sync_target;
+} DrbdPeer;
+
+struct BDRVDrbdState {
+    BlockDriverState *bs;
+
+    /* Options, fixed at open */
+    char *resource;
+    uint8_t node_id;
+    uint8_t peer_node_id;
+    char protocol;              /* 'A', 'B' or 'C' */
+    SocketAddress *listen_addr;
+    SocketAddress *peer_addr;
+    bool connects;              /* we connect, rather than accept */
+    uint64_t connect_interval_ns;
+    uint64_t ping_interval_ns;
+    uint64_t ping_timeout_ns;
+    uint32_t max_epoch_size;
+    uint64_t resync_rate;
+    uint64_t size;              /* bytes of data */
+
+    /* Protects everything below, except where noted */
+    QemuMutex lock;
+
+    DrbdRole role;
+    DrbdRole peer_role;
+    DrbdConnState cstate;
+    DrbdDiskState disk;
+    DrbdDiskState peer_disk;
+    char *last_error;
+    bool refusal_reported;      /* a refused guest request was logged */
+
+    /* The transfer log: replicated writes not yet done with the peer */
+    QTAILQ_HEAD(, DrbdRequest) transfer_log;
+    uint64_t next_req_id;
+    uint32_t cur_epoch;         /* the epoch new writes join */
+    uint32_t epoch_size;        /* writes sent in cur_epoch */
+    bool epoch_needs_barrier;   /* a write of cur_epoch has completed */
+    uint32_t barrier_acked_upto; /* epochs before this one are acked */
+    CoQueue barrier_waiters;    /* flushes waiting for a barrier ack */
+
+    /*
+     * Out-of-sync bitmap: what the peer lacks (on a sync target, what we
+     * lack), 4 KiB per bit
+     */
+    HBitmap *oos;
+    uint64_t resync_total;
+    uint64_t resync_done;
+    RateLimit resync_limit;
+
+    /* Counters for query-drbd, in bytes (reported in KiB) */
+    uint64_t ns, nr, dw, dr;
+    uint32_t lo, pe, ua, ap;
+
+    /* The connection: one peer for now */
+    DrbdPeer *peer;
+
+    /* Guest writes and resync reads in flight, for overlap checks */
+    CoMutex reqs_lock;
+    BlockReqList active_reqs;
+
+    /* In the node's AioContext only */
+    QIOChannelSocket *listener;
+    QIOChannelSocket *establishing;   /* a channel in its handshake */
+    Coroutine *conn_co;         /* the connection manager */
+    QemuCoSleep conn_sleep;
+    bool closing;
+    unsigned drained;           /* drained sections open on the node */
+    CoQueue drain_queue;        /* background I/O waiting for drain end */
+};
+
+/* drbd.c */
+bool drbd_is_drbd_node(BlockDriverState *bs);
+void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
+                           DrbdReqEvent ev);
+DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id);
+void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch);
+void drbd_tl_connection_lost_locked(BDRVDrbdState *s);
+void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s);
+
+/* state.c */
+void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
+                    int peer_role, int peer_disk, const char *reason);
+void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
+int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
+int drbd_demote(BDRVDrbdState *s, Error **errp);
+
+/* conn.c */
+int drbd_conn_start(BDRVDrbdState *s, Error **errp);
+void drbd_conn_stop(BDRVDrbdState *s);
+DrbdPeer *drbd_peer_get(BDRVDrbdState *s);
+void drbd_peer_put(DrbdPeer *peer);
+void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque);
+void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
+    G_GNUC_PRINTF(2, 3);
+void drbd_note_error(BDRVDrbdState *s, Error *err);
+void drbd_announce_role(BDRVDrbdState *s);
+int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
+                                 uint16_t cmd, QEMUIOVector *qiov,
+                                 size_t qiov_offset, uint32_t dp_flags);
+int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
+                                   uint32_t *epoch);
+int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt);
+int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt);
+void coroutine_fn drbd_send_block_ack(DrbdPeer *peer, uint16_t cmd,
+                                      uint64_t offset, uint64_t id,
+                                      uint32_t bytes);
+
+/* peer.c: the receiving side */
+int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
+                                 const DrbdDataPacket *p, uint8_t *buf,
+                                 Error **errp);
+int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
+                                   Error **errp);
+int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
+                                       const DrbdBlockAck *range,
+                                       Error **errp);
+int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
+
+/* resync.c: the sync source */
+void coroutine_fn drbd_resync_run(DrbdPeer *peer);
+void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
+                       const DrbdBlockAck *ack);
+
+#endif /* BLOCK_DRBD_INT_H */

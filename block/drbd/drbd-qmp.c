@@ -1,0 +1,70 @@
+/*
+ * DRBD-style replicated block device: QMP commands
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands-drbd.h"
+
+#include "drbd-int.h"
+
+static BDRVDrbdState *drbd_find(const char *node_name, Error **errp)
+{
+    BlockDriverState *bs = bdrv_find_node(node_name);
+
+    if (!bs) {
+        error_setg(errp, "no block node named '%s'", node_name);
+        return NULL;
+    }
+    if (!drbd_is_drbd_node(bs)) {
+        error_setg(errp, "block node '%s' is not a drbd node (driver %s)",
+                   node_name, bdrv_get_format_name(bs));
+        return NULL;
+    }
+    return bs->opaque;
+}
+
+DrbdInfoList *qmp_query_drbd(Error **errp)
+{
+    DrbdInfoList *head = NULL, **tail = &head;
+    BlockDriverState *bs = NULL;
+
+    GLOBAL_STATE_CODE();
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+
+    while ((bs = bdrv_next_all_states(bs))) {
+        DrbdInfo *info;
+
+        if (!drbd_is_drbd_node(bs)) {
+            continue;
+        }
+        info = g_new0(DrbdInfo, 1);
+        drbd_fill_info(bs->opaque, info);
+        QAPI_LIST_APPEND(tail, info);
+    }
+    return head;
+}
+
+void qmp_drbd_promote(const char *node_name, bool has_force, bool force,
+                      Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_promote(s, has_force && force, errp);
+    }
+}
+
+void qmp_drbd_demote(const char *node_name, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_demote(s, errp);
+    }
+}

@@ -1,0 +1,268 @@
+/*
+ * DRBD-style replication: the receiving side
+ *
+ * A secondary applies what its primary sends, in the order it arrives:
+ * writes of one epoch may run in parallel, but a write that overlaps one
+ * still running waits for it, and a barrier waits for every write of its
+ * epoch (and flushes the disk when asked) before the next epoch starts.
+ * Acks go back on the meta channel as the protocol asks: RECV_ACK on
+ * receipt (B), WRITE_ACK once on disk (C, or FUA), NEG_ACK on failure.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "qapi/error.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+typedef struct DrbdApply {
+    DrbdPeer *peer;
+    uint16_t cmd;
+    DrbdDataPacket p;
+    uint8_t *buf;               /* the received payload, freed at the end */
+    BlockReq req;               /* in peer->apply_reqs while running */
+} DrbdApply;
+
+static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
+                                       uint32_t flags)
+{
+    return cmd == DRBD_CMD_RS_DATA || peer->s->protocol == 'C' ||
+           (flags & DRBD_DP_FUA);
+}
+
+static void coroutine_fn drbd_apply_co(void *opaque)
+{
+    DrbdApply *a = opaque;
+    DrbdPeer *peer = a->peer;
+    BDRVDrbdState *s = peer->s;
+    BdrvChild *file = s->bs->file;
+    BdrvRequestFlags flags = 0;
+    int ret;
+
+    if (a->p.flags & DRBD_DP_FUA) {
+        flags |= BDRV_REQ_FUA;
+    }
+    qemu_mutex_lock(&s->lock);
+    s->lo++;
+    qemu_mutex_unlock(&s->lock);
+
+    bdrv_graph_co_rdlock();
+    switch (a->cmd) {
+    case DRBD_CMD_DATA:
+    case DRBD_CMD_RS_DATA:
+        ret = bdrv_co_pwrite(file, a->p.offset, a->p.bytes, a->p.data,
+                             flags);
+        break;
+    case DRBD_CMD_ZEROES:
+        if (a->p.flags & DRBD_DP_MAY_UNMAP) {
+            flags |= BDRV_REQ_MAY_UNMAP;
+        }
+        ret = bdrv_co_pwrite_zeroes(file, a->p.offset, a->p.bytes, flags);
+        break;
+    case DRBD_CMD_DISCARD:
+        ret = bdrv_co_pdiscard(file, a->p.offset, a->p.bytes);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    bdrv_graph_co_rdunlock();
+    trace_drbd_apply(s->bs, drbd_cmd_name(a->cmd), a->p.offset, a->p.bytes,
+                     a->p.epoch, ret);
+
+    qemu_mutex_lock(&s->lock);
+    s->lo--;
+    if (a->cmd == DRBD_CMD_DATA || a->cmd == DRBD_CMD_RS_DATA) {
+        s->dw += ret == 0 ? a->p.bytes : 0;
+    }
+    if (a->cmd == DRBD_CMD_RS_DATA && ret == 0) {
+        hbitmap_reset(s->oos, a->p.offset, a->p.bytes);
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (ret < 0) {
+        drbd_send_block_ack(peer, DRBD_CMD_NEG_ACK, a->p.offset, a->p.id,
+                            a->p.bytes);
+    } else if (drbd_apply_wants_write_ack(peer, a->cmd, a->p.flags)) {
+        drbd_send_block_ack(peer, DRBD_CMD_WRITE_ACK, a->p.offset, a->p.id,
+                            a->p.bytes);
+    }
+
+    qemu_mutex_lock(&s->lock);
+    s->ua--;
+    qemu_mutex_unlock(&s->lock);
+
+    reqlist_remove_req(&a->req);
+    if (a->cmd != DRBD_CMD_RS_DATA) {
+        assert(peer->epoch_writes_inflight > 0);
+        if (--peer->epoch_writes_inflight == 0 && peer->epoch_waiter) {
+            aio_co_wake(peer->epoch_waiter);
+        }
+    } else if (--peer->resync_inflight == 0 && peer->epoch_waiter) {
+        aio_co_wake(peer->epoch_waiter);
+    }
+    g_free(a->buf);
+    g_free(a);
+    drbd_peer_put(peer);
+}
+
+/* Wait until the writes counted by *@count are done */
+static void coroutine_fn drbd_wait_applies(DrbdPeer *peer,
+                                           unsigned *count)
+{
+    while (*count > 0) {
+        peer->epoch_waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        peer->epoch_waiter = NULL;
+    }
+}
+
+/*
+ * Start applying a received write.  Takes ownership of @buf.  Only a
+ * secondary applies writes; a primary that receives one is talking to a
+ * peer that thinks it is primary too.
+ */
+int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
+                                 const DrbdDataPacket *p, uint8_t *buf,
+                                 Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdApply *a;
+    DrbdRole role;
+
+    qemu_mutex_lock(&s->lock);
+    role = s->role;
+    if (role != DRBD_ROLE_PRIMARY) {
+        s->ua++;
+        s->nr += (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) ?
+                 p->bytes : 0;
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (role == DRBD_ROLE_PRIMARY) {
+        g_free(buf);
+        error_setg(errp, "received a %s packet while primary",
+                   drbd_cmd_name(cmd));
+        return -EINVAL;
+    }
+
+    if (cmd == DRBD_CMD_RECV_ACK || s->protocol == 'B') {
+        /* protocol B: the peer may complete once we hold the data */
+        if (cmd != DRBD_CMD_RS_DATA) {
+            drbd_send_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
+                                p->bytes);
+        }
+    }
+
+    /* Keep the arrival order of overlapping writes */
+    drbd_wait_undrained(s);
+    reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
+
+    a = g_new0(DrbdApply, 1);
+    a->peer = peer;
+    a->cmd = cmd;
+    a->p = *p;
+    a->buf = buf;
+    reqlist_init_req(&peer->apply_reqs, &a->req, p->offset, p->bytes);
+    if (cmd == DRBD_CMD_RS_DATA) {
+        peer->resync_inflight++;
+    } else {
+        peer->epoch_writes_inflight++;
+        peer->epoch_writes++;
+    }
+    drbd_peer_spawn(peer, drbd_apply_co, a);
+    return 0;
+}
+
+/*
+ * A barrier closes an epoch: once all of its writes are done (and the
+ * disk flushed, if asked), the primary gets a BARRIER_ACK and we start on
+ * the next epoch.
+ */
+int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
+                                   Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdBarrier ack = { .epoch = b->epoch, .set_size = peer->epoch_writes };
+    int ret = 0;
+
+    if (b->set_size != peer->epoch_writes) {
+        error_setg(errp, "BARRIER for epoch %" PRIu32 " counts %" PRIu32
+                   " writes, %u arrived", b->epoch, b->set_size,
+                   peer->epoch_writes);
+        return -EPROTO;
+    }
+
+    drbd_wait_applies(peer, &peer->epoch_writes_inflight);
+    if (b->flags & DRBD_BARRIER_FLUSH) {
+        bdrv_graph_co_rdlock();
+        ret = bdrv_co_flush(s->bs->file->bs);
+        bdrv_graph_co_rdunlock();
+    }
+    trace_drbd_barrier(s->bs, b->epoch, peer->epoch_writes, b->flags, ret);
+    peer->epoch_writes = 0;
+    if (ret < 0) {
+        /* The epoch is not stable: no ack, the primary will resync it */
+        error_setg_errno(errp, -ret, "flushing epoch %" PRIu32, b->epoch);
+        return ret;
+    }
+
+    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, &ack);
+    drbd_send_meta(peer, pkt);
+    return 0;
+}
+
+/* The sync source announces a range we lack */
+int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
+                                       const DrbdBlockAck *range,
+                                       Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "the peer wants to resync a primary");
+        return -EINVAL;
+    }
+    if (!peer->sync_target) {
+        peer->sync_target = true;
+        s->resync_total = 0;
+        s->resync_done = 0;
+    }
+    hbitmap_set(s->oos, range->offset, range->bytes);
+    s->resync_total = hbitmap_count(s->oos);
+    qemu_mutex_unlock(&s->lock);
+
+    drbd_set_state(s, -1, DRBD_CONN_STATE_SYNC_TARGET,
+                   DRBD_DISK_STATE_INCONSISTENT, -1, -1, "resync started");
+    return 0;
+}
+
+/* The sync source has sent everything: once it is on disk, we are done */
+int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    uint64_t left;
+
+    drbd_wait_applies(peer, &peer->resync_inflight);
+
+    qemu_mutex_lock(&s->lock);
+    left = hbitmap_count(s->oos);
+    peer->sync_target = false;
+    qemu_mutex_unlock(&s->lock);
+
+    if (left) {
+        error_setg(errp, "resync ended with %" PRIu64 " bytes still out "
+                   "of sync", left);
+        return -EPROTO;
+    }
+    drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED,
+                   DRBD_DISK_STATE_UP_TO_DATE, -1, DRBD_DISK_STATE_UP_TO_DATE,
+                   "resync finished");
+    return 0;
+}

@@ -1,0 +1,197 @@
+/*
+ * DRBD-style replication: the sync source's side of a resync
+ *
+ * After a reconnect, the primary sends the peer every block its
+ * out-of-sync bitmap marks: first the ranges (OUT_OF_SYNC), so that the
+ * peer knows what it lacks, then the data (RS_DATA), chunk by chunk at no
+ * more than resync-rate, then RS_DONE.  A bit is cleared only when the
+ * peer's WRITE_ACK says the data is on its disk, so a connection lost in
+ * the middle leaves the rest marked for the next resync.
+ *
+ * Guest writes go on meanwhile.  A chunk is read and sent while no guest
+ * write overlapping it is in flight, and guest writes wait while a chunk
+ * is between read and send, so that the peer, which applies overlapping
+ * writes in arrival order, never has old resync data overwrite a newer
+ * guest write.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "qapi/error.h"
+#include "qemu/timer.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+/* Tell the peer every range it lacks; returns < 0 if the send failed */
+static int coroutine_fn drbd_resync_announce(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    int64_t offset = 0;
+    int64_t start, count;
+    int ret = 0;
+
+    while (ret == 0) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdBlockAck range;
+        bool found;
+
+        qemu_mutex_lock(&s->lock);
+        found = hbitmap_next_dirty_area(s->oos, offset, s->size,
+                                        DRBD_WIRE_MAX_ZEROES, &start,
+                                        &count);
+        qemu_mutex_unlock(&s->lock);
+        if (!found) {
+            break;
+        }
+        range = (DrbdBlockAck) { .offset = start, .bytes = count };
+        drbd_wire_put_block_ack(pkt, DRBD_CMD_OUT_OF_SYNC, &range);
+        ret = drbd_send_data_channel(peer, pkt);
+        offset = start + count;
+    }
+    return ret;
+}
+
+/* Read one chunk and send it as RS_DATA */
+static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
+                                          int64_t bytes)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(bytes);
+    DrbdDataPacket p = {
+        .offset = offset,
+        .id = DRBD_RESYNC_ID_FLAG | (uint64_t)offset,
+        .bytes = bytes,
+        .data = buf,
+    };
+    BlockReq req;
+    int ret;
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_wait_all(&s->active_reqs, offset, bytes, &s->reqs_lock);
+    reqlist_init_req(&s->active_reqs, &req, offset, bytes);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+
+    qemu_mutex_lock(&s->lock);
+    s->lo++;
+    qemu_mutex_unlock(&s->lock);
+
+    bdrv_graph_co_rdlock();
+    ret = bdrv_co_pread(s->bs->file, offset, bytes, buf, 0);
+    bdrv_graph_co_rdunlock();
+    if (ret == 0) {
+        drbd_wire_put_data(pkt, DRBD_CMD_RS_DATA, &p);
+        ret = drbd_send_data_channel(peer, pkt);
+    } else {
+        drbd_peer_fail(peer, "resync: reading %" PRId64 " bytes at %" PRId64
+                       " failed: %s", bytes, offset, strerror(-ret));
+    }
+
+    qemu_mutex_lock(&s->lock);
+    s->lo--;
+    if (ret == 0) {
+        s->dr += bytes;
+        s->ns += bytes;
+        s->pe++;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_remove_req(&req);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+    trace_drbd_resync_chunk(s->bs, offset, bytes, ret);
+    return ret;
+}
+
+void coroutine_fn drbd_resync_run(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) done = g_byte_array_new();
+    int64_t offset = 0;
+
+    qemu_mutex_lock(&s->lock);
+    s->resync_total = hbitmap_count(s->oos);
+    s->resync_done = 0;
+    ratelimit_set_speed(&s->resync_limit, s->resync_rate, 100 * SCALE_MS);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_resync_start(s->bs, s->resync_total);
+
+    if (drbd_resync_announce(peer) < 0) {
+        return;
+    }
+
+    while (!peer->broken) {
+        int64_t start, count;
+        uint64_t delay;
+        bool found;
+
+        drbd_wait_undrained(s);
+        if (peer->broken) {
+            return;
+        }
+
+        /*
+         * Bits are cleared by the acks, so look for the next dirty area
+         * past what we already sent; one pass covers the bitmap as it was
+         * when the resync started.
+         */
+        qemu_mutex_lock(&s->lock);
+        found = hbitmap_next_dirty_area(s->oos, offset, s->size,
+                                        DRBD_RESYNC_CHUNK, &start, &count);
+        qemu_mutex_unlock(&s->lock);
+        if (!found) {
+            break;
+        }
+        if (drbd_resync_chunk(peer, start, count) < 0) {
+            return;
+        }
+        offset = start + count;
+
+        if (s->resync_rate) {
+            delay = ratelimit_calculate_delay(&s->resync_limit, count);
+            if (delay) {
+                qemu_co_sleep_ns_wakeable(&peer->resync_sleep,
+                                          QEMU_CLOCK_REALTIME, delay);
+            }
+        }
+    }
+    if (peer->broken) {
+        return;
+    }
+
+    drbd_wire_put_empty(done, DRBD_CMD_RS_DONE);
+    drbd_send_data_channel(peer, done);
+    trace_drbd_resync_sent(s->bs);
+}
+
+/* The peer acked a resync chunk: it is on its disk */
+void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd, const DrbdBlockAck *ack)
+{
+    BDRVDrbdState *s = peer->s;
+    bool finished = false;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->pe > 0) {
+        s->pe--;
+    }
+    if (cmd == DRBD_CMD_WRITE_ACK) {
+        hbitmap_reset(s->oos, ack->offset, ack->bytes);
+        s->resync_done += ack->bytes;
+        finished = hbitmap_count(s->oos) == 0 &&
+                   s->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (cmd != DRBD_CMD_WRITE_ACK) {
+        drbd_peer_fail(peer, "the peer failed to write resync data at %"
+                       PRIu64, ack->offset);
+    } else if (finished) {
+        drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
+                       DRBD_DISK_STATE_UP_TO_DATE, "resync finished");
+    }
+}

@@ -1,0 +1,147 @@
+/*
+ * DRBD-style replication: roles, connection and disk states
+ *
+ * Every state change goes through drbd_set_state(), which emits one
+ * DRBD_STATE_CHANGE event when something changed; promotion and demotion
+ * apply DRBD's rules.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "qapi/qapi-events-drbd.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+/*
+ * Change what is not negative among @role, @cstate, @disk, @peer_role and
+ * @peer_disk; emit an event naming @reason when anything changed.
+ */
+void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
+                    int peer_role, int peer_disk, const char *reason)
+{
+    DrbdRole r, pr;
+    DrbdConnState c;
+    DrbdDiskState d, pd;
+    bool changed = false;
+
+    qemu_mutex_lock(&s->lock);
+#define DRBD_SET(field, value) \
+    do { \
+        if ((value) >= 0 && s->field != (value)) { \
+            s->field = (value); \
+            changed = true; \
+        } \
+    } while (0)
+    DRBD_SET(role, role);
+    DRBD_SET(cstate, cstate);
+    DRBD_SET(disk, disk);
+    DRBD_SET(peer_role, peer_role);
+    DRBD_SET(peer_disk, peer_disk);
+#undef DRBD_SET
+    r = s->role;
+    c = s->cstate;
+    d = s->disk;
+    pr = s->peer_role;
+    pd = s->peer_disk;
+    qemu_mutex_unlock(&s->lock);
+
+    if (!changed) {
+        return;
+    }
+    reason = reason ?: "";
+    trace_drbd_state(s->bs, DrbdRole_str(r), DrbdConnState_str(c),
+                     DrbdDiskState_str(d), DrbdRole_str(pr),
+                     DrbdDiskState_str(pd), reason);
+    qapi_event_send_drbd_state_change(bdrv_get_node_name(s->bs), r, pr, c,
+                                      d, pd, reason);
+}
+
+void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
+{
+    DrbdCounters *c = g_new0(DrbdCounters, 1);
+
+    qemu_mutex_lock(&s->lock);
+    info->node_name = g_strdup(bdrv_get_node_name(s->bs));
+    info->resource = g_strdup(s->resource);
+    info->node_id = s->node_id;
+    info->role = s->role;
+    info->peer_role = s->peer_role;
+    info->connection = s->cstate;
+    info->disk = s->disk;
+    info->peer_disk = s->peer_disk;
+    info->protocol = s->protocol - 'A';
+
+    c->ns = s->ns / KiB;
+    c->nr = s->nr / KiB;
+    c->dw = s->dw / KiB;
+    c->dr = s->dr / KiB;
+    c->lo = s->lo;
+    c->pe = s->pe;
+    c->ua = s->ua;
+    c->ap = s->ap;
+    c->ep = s->cur_epoch + 1 - s->barrier_acked_upto;
+    c->oos = hbitmap_count(s->oos) / KiB;
+    info->counters = c;
+
+    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+        s->cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+        info->resync = g_new0(DrbdResyncInfo, 1);
+        info->resync->total = s->resync_total;
+        info->resync->done = s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ?
+            s->resync_done :
+            s->resync_total - MIN(s->resync_total, hbitmap_count(s->oos));
+        info->resync->rate = s->resync_rate;
+    }
+    if (s->last_error) {
+        info->last_error = g_strdup(s->last_error);
+    }
+    qemu_mutex_unlock(&s->lock);
+}
+
+int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
+{
+    const char *name = bdrv_get_node_name(s->bs);
+
+    qemu_mutex_lock(&s->lock);
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        return 0;
+    }
+    if (s->peer_role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': the peer is primary; demote it first", name);
+        return -EBUSY;
+    }
+    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force) {
+        DrbdDiskState disk = s->disk;
+
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': the local data is %s, not up-to-date",
+                   name, DrbdDiskState_str(disk));
+        error_append_hint(errp, "Wait for the resync to finish, or use "
+                          "force=true to promote anyway.\n");
+        return -EAGAIN;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
+                   force ? "promoted (forced)" : "promoted");
+    drbd_announce_role(s);
+    return 0;
+}
+
+int drbd_demote(BDRVDrbdState *s, Error **errp)
+{
+    /* Guest requests in flight complete first; later ones are refused */
+    bdrv_drained_begin(s->bs);
+    drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
+    bdrv_drained_end(s->bs);
+    drbd_announce_role(s);
+    return 0;
+}
