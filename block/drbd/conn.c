@@ -577,11 +577,11 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
         s->epoch_size++;
         qemu_mutex_unlock(&s->lock);
 
-        drbd_wire_put_data_header(pkt, cmd, &p);
         if (cmd == DRBD_CMD_DATA) {
             struct iovec iov[IOV_MAX];
             int niov;
 
+            drbd_wire_put_data_header(pkt, cmd, &p);
             iov[0].iov_base = pkt->data;
             iov[0].iov_len = pkt->len;
             niov = qemu_iovec_subvec_niov(qiov, qiov_offset, req->bytes);
@@ -599,6 +599,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                 ret = drbd_write_packet(peer->data, pkt, &err);
             }
         } else {
+            drbd_wire_put_data(pkt, cmd, &p);
             ret = drbd_write_packet(peer->data, pkt, &err);
         }
     }

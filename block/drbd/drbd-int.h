@@ -79,6 +79,8 @@ typedef struct DrbdPeer {
     /* Receiving side: writes being applied, for ordering */
     unsigned epoch_writes_inflight;
     unsigned epoch_writes;      /* of the current epoch, arrived */
+    bool barrier_pending;       /* an epoch is closed, its writes running */
+    DrbdBarrier pending_barrier;
     unsigned resync_inflight;
     Coroutine *epoch_waiter;
     BlockReqList apply_reqs;

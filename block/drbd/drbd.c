@@ -566,6 +566,20 @@ static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
     return ret;
 }
 
+/* What one packet can carry bounds what one request may be */
+static void GRAPH_RDLOCK drbd_refresh_limits(BlockDriverState *bs,
+                                             Error **errp)
+{
+    bs->bl.request_alignment = MAX(bs->bl.request_alignment,
+                                   DRBD_WIRE_ALIGN);
+    bs->bl.max_transfer = MIN_NON_ZERO(bs->bl.max_transfer,
+                                       DRBD_WIRE_MAX_DATA);
+    bs->bl.max_pwrite_zeroes = MIN_NON_ZERO(bs->bl.max_pwrite_zeroes,
+                                            DRBD_WIRE_MAX_ZEROES);
+    bs->bl.max_pdiscard = MIN_NON_ZERO(bs->bl.max_pdiscard,
+                                       DRBD_WIRE_MAX_ZEROES);
+}
+
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
                      int64_t bytes, int64_t *pnum, int64_t *map,
@@ -593,6 +607,7 @@ static BlockDriver bdrv_drbd = {
     .bdrv_open                  = drbd_open,
     .bdrv_close                 = drbd_close,
     .bdrv_child_perm            = bdrv_default_perms,
+    .bdrv_refresh_limits        = drbd_refresh_limits,
 
     .bdrv_co_preadv_part        = drbd_co_preadv_part,
     .bdrv_co_pwritev_part       = drbd_co_pwritev_part,

@@ -28,6 +28,48 @@ typedef struct DrbdApply {
     BlockReq req;               /* in peer->apply_reqs while running */
 } DrbdApply;
 
+/* Wait until the closed epoch, if there is one, is done */
+static void coroutine_fn drbd_wait_barrier(DrbdPeer *peer)
+{
+    while (peer->barrier_pending) {
+        peer->epoch_waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        peer->epoch_waiter = NULL;
+    }
+}
+
+/*
+ * The closed epoch's writes are all done: flush the disk if the barrier
+ * asked for it, ack the barrier, and let the next epoch start.
+ */
+static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdBarrier ack = peer->pending_barrier;
+    int ret = 0;
+
+    if (ack.flags & DRBD_BARRIER_FLUSH) {
+        bdrv_graph_co_rdlock();
+        ret = bdrv_co_flush(s->bs->file->bs);
+        bdrv_graph_co_rdunlock();
+    }
+    trace_drbd_barrier(s->bs, ack.epoch, ack.set_size, ack.flags, ret);
+    ack.flags = 0;
+    peer->barrier_pending = false;
+    if (peer->epoch_waiter) {
+        aio_co_wake(peer->epoch_waiter);
+    }
+    if (ret < 0) {
+        /* The epoch is not stable: no ack, the primary will resync it */
+        drbd_peer_fail(peer, "flushing epoch %" PRIu32 " failed: %s",
+                       ack.epoch, strerror(-ret));
+        return;
+    }
+    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, &ack);
+    drbd_send_meta(peer, pkt);
+}
+
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
                                        uint32_t flags)
 {
@@ -84,6 +126,17 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     }
     qemu_mutex_unlock(&s->lock);
 
+    reqlist_remove_req(&a->req);
+    if (a->cmd != DRBD_CMD_RS_DATA) {
+        assert(peer->epoch_writes_inflight > 0);
+        if (--peer->epoch_writes_inflight == 0 && peer->barrier_pending) {
+            drbd_complete_barrier(peer);
+        }
+    } else if (--peer->resync_inflight == 0 && peer->epoch_waiter) {
+        aio_co_wake(peer->epoch_waiter);
+    }
+
+    /* The order of write and barrier acks does not matter to the primary */
     if (ret < 0) {
         drbd_send_block_ack(peer, DRBD_CMD_NEG_ACK, a->p.offset, a->p.id,
                             a->p.bytes);
@@ -96,15 +149,6 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     s->ua--;
     qemu_mutex_unlock(&s->lock);
 
-    reqlist_remove_req(&a->req);
-    if (a->cmd != DRBD_CMD_RS_DATA) {
-        assert(peer->epoch_writes_inflight > 0);
-        if (--peer->epoch_writes_inflight == 0 && peer->epoch_waiter) {
-            aio_co_wake(peer->epoch_waiter);
-        }
-    } else if (--peer->resync_inflight == 0 && peer->epoch_waiter) {
-        aio_co_wake(peer->epoch_waiter);
-    }
     g_free(a->buf);
     g_free(a);
     drbd_peer_put(peer);
@@ -157,8 +201,14 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         }
     }
 
-    /* Keep the arrival order of overlapping writes */
+    /*
+     * Keep the arrival order of overlapping writes, and start no write of
+     * a new epoch before the previous one is done
+     */
     drbd_wait_undrained(s);
+    if (cmd != DRBD_CMD_RS_DATA) {
+        drbd_wait_barrier(peer);
+    }
     reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
 
     a = g_new0(DrbdApply, 1);
@@ -178,17 +228,14 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 }
 
 /*
- * A barrier closes an epoch: once all of its writes are done (and the
- * disk flushed, if asked), the primary gets a BARRIER_ACK and we start on
- * the next epoch.
+ * A barrier closes an epoch.  Its writes may still be running: the
+ * receiver goes on reading, and the next epoch's writes wait until the
+ * last of them completes the barrier.
  */
 int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
                                    Error **errp)
 {
-    BDRVDrbdState *s = peer->s;
-    g_autoptr(GByteArray) pkt = g_byte_array_new();
-    DrbdBarrier ack = { .epoch = b->epoch, .set_size = peer->epoch_writes };
-    int ret = 0;
+    drbd_wait_barrier(peer);
 
     if (b->set_size != peer->epoch_writes) {
         error_setg(errp, "BARRIER for epoch %" PRIu32 " counts %" PRIu32
@@ -196,23 +243,12 @@ int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
                    peer->epoch_writes);
         return -EPROTO;
     }
-
-    drbd_wait_applies(peer, &peer->epoch_writes_inflight);
-    if (b->flags & DRBD_BARRIER_FLUSH) {
-        bdrv_graph_co_rdlock();
-        ret = bdrv_co_flush(s->bs->file->bs);
-        bdrv_graph_co_rdunlock();
-    }
-    trace_drbd_barrier(s->bs, b->epoch, peer->epoch_writes, b->flags, ret);
     peer->epoch_writes = 0;
-    if (ret < 0) {
-        /* The epoch is not stable: no ack, the primary will resync it */
-        error_setg_errno(errp, -ret, "flushing epoch %" PRIu32, b->epoch);
-        return ret;
+    peer->pending_barrier = *b;
+    peer->barrier_pending = true;
+    if (peer->epoch_writes_inflight == 0) {
+        drbd_complete_barrier(peer);
     }
-
-    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, &ack);
-    drbd_send_meta(peer, pkt);
     return 0;
 }
 
