@@ -47,13 +47,13 @@ build: $(B)/configure.stamp
 DRBD_UNIT_TESTS = $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-drbd-*.c))
 
 demo: build
-	sh scripts/demo.sh $(BLD)
+	python3 scripts/demo.py $(BLD)
 
 check: build
 	sh scripts/check.sh $(BLD) $(DRBD_UNIT_TESTS)
 
 bench: build
-	sh tests/bench/run.sh $(BLD)
+	python3 tests/bench/drbd-bench.py $(BLD)
 
 clean:
 	rm -rf $(BLD) $(B)/configure.stamp

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+#
+# The main job: a replicated pair on loopback.
+#
+# A qemu-storage-daemon holds the secondary; a second one holds the primary
+# and exports it over NBD.  Writes go through the primary, both nodes show
+# their status, and qemu-img compare proves the replica identical.
+#
+# usage: demo.py BUILDDIR
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1])
+sys.path.insert(0, os.path.join(BUILD, '..', 'qemu-src', 'python'))
+
+from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
+
+QSD = os.path.join(BUILD, 'storage-daemon', 'qemu-storage-daemon')
+QEMU_IMG = os.path.join(BUILD, 'qemu-img')
+QEMU_IO = os.path.join(BUILD, 'qemu-io')
+PORT = int(os.environ.get('DRBD_DEMO_PORT', '7789'))
+SIZE = '64M'
+
+
+def show(cmd):
+    print('$ ' + ' '.join(cmd).replace(BUILD + '/', ''), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+class Node:
+    """One qemu-storage-daemon holding one drbd node"""
+
+    def __init__(self, name, workdir, drbd_opts, extra=()):
+        self.name = name
+        self.img = os.path.join(workdir, name + '.img')
+        sock = os.path.join(workdir, name + '-qmp.sock')
+        subprocess.run([QEMU_IMG, 'create', '-q', '-f', 'raw', self.img,
+                        SIZE], check=True)
+        self.qmp = QEMUMonitorProtocol(sock, server=True)
+        args = [QSD,
+                '--blockdev',
+                f'driver=file,node-name={name}-file,filename={self.img}',
+                '--blockdev',
+                f'driver=drbd,node-name={name},file={name}-file,'
+                + drbd_opts,
+                '--chardev', f'socket,id=qmp,path={sock}',
+                '--monitor', 'chardev=qmp'] + list(extra)
+        print('$ ' + ' '.join(args).replace(BUILD + '/', '') + ' &',
+              flush=True)
+        self.proc = subprocess.Popen(args)
+        try:
+            self.qmp.accept(30)
+        except Exception:
+            self.proc.kill()
+            sys.exit(f'{name}: qemu-storage-daemon did not start')
+
+    def info(self):
+        return self.qmp.cmd('query-drbd')[0]
+
+    def wait(self, what, pred, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self.info()
+            if pred(info):
+                return info
+            time.sleep(0.1)
+        sys.exit(f'{self.name}: gave up waiting for {what}: {self.info()}')
+
+    def print_status(self):
+        i = self.info()
+        c = i['counters']
+        print(f"{self.name}: resource {i['resource']} node-id {i['node-id']}"
+              f" protocol {i['protocol'].upper()}")
+        print(f"    cs:{i['connection']} ro:{i['role']}/{i['peer-role']}"
+              f" ds:{i['disk']}/{i['peer-disk']}")
+        print('    ' + ' '.join(f'{k}:{c[k]}' for k in
+                                ('ns', 'nr', 'dw', 'dr', 'lo', 'pe', 'ua',
+                                 'ap', 'ep', 'oos')))
+
+    def stop(self):
+        try:
+            self.qmp.cmd('quit')
+            self.proc.wait(30)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            self.qmp.close()
+        except EOFError:
+            pass    # the daemon closed the monitor as it quit
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix='drbd-demo-') as workdir:
+        nbd = os.path.join(workdir, 'primary-nbd.sock')
+        addr = f'type=inet,host=127.0.0.1,port={PORT}'
+        opts = 'resource=r0,protocol=c,'
+
+        print('== start the secondary (the standalone target) and the '
+              'primary')
+        secondary = Node('secondary', workdir,
+                         opts + 'node-id=1,peer-node-id=0,role=secondary,'
+                         + ','.join('listen.' + kv for kv in
+                                    addr.split(',')))
+        primary = Node('primary', workdir,
+                       opts + 'node-id=0,peer-node-id=1,role=primary,'
+                       + ','.join('peer.' + kv for kv in addr.split(',')),
+                       ['--nbd-server', f'addr.type=unix,addr.path={nbd}',
+                        '--export', 'type=nbd,id=e0,node-name=primary,'
+                        'writable=on'])
+        try:
+            primary.wait('the connection',
+                         lambda i: i['connection'] == 'connected')
+
+            print('== write through the primary')
+            show([QEMU_IO, '-f', 'raw',
+                  '-c', 'write -P 0xa5 0 4M',
+                  '-c', 'write -P 0x5a 16M 1M',
+                  '-c', 'write -z 32M 2M',
+                  '-c', 'write -P 0x33 -f 60M 64k',
+                  '-c', 'flush',
+                  f'nbd+unix:///primary?socket={nbd}'])
+
+            print('== status of both nodes')
+            primary.print_status()
+            secondary.print_status()
+        finally:
+            primary.stop()
+            secondary.stop()
+
+        print('== the replica is identical')
+        show([QEMU_IMG, 'compare', '-f', 'raw', '-F', 'raw', primary.img,
+              secondary.img])
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+#
+# Write latency and throughput of drbd against the alternatives, in one run.
+#
+# Every configuration is driven the same way: `qemu-img bench -w` in the
+# client writes over NBD (a unix socket) into a first qemu-storage-daemon;
+# what that daemon does with the write is what differs:
+#
+#   local        no daemon: qemu-img bench on a null-co node itself
+#   nbd-hop      the first daemon writes to null-co
+#   nbd-forward  the first daemon forwards over NBD (TCP) to a second
+#                daemon, which writes to null-co
+#   mirror-wb    the first daemon writes to null-co under a
+#                blockdev-mirror job with copy-mode=write-blocking whose
+#                target is an NBD export (TCP) of a second daemon
+#   drbd-A/B/C   the first daemon is a drbd primary over null-co, its
+#                peer (TCP) a drbd secondary over null-co in the second
+#
+# null-co disks make the engines, not the disks, the thing measured.  The
+# machines this runs on are noisy: each number is the median of --repeat
+# runs, and the table shows ratios to nbd-forward and mirror-wb measured in
+# the same run.
+#
+# usage: drbd-bench.py BUILDDIR [--repeat N] [--quick]
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument('build')
+parser.add_argument('--repeat', type=int, default=3)
+parser.add_argument('--quick', action='store_true',
+                    help='fewer requests per run, for a smoke test')
+parser.add_argument('--port', type=int, default=17900)
+parser.add_argument('--kinds', help='comma-separated subset of: ' +
+                    'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
+                    'drbd-C (ratios need nbd-forward and mirror-wb)')
+args = parser.parse_args()
+
+BUILD = os.path.abspath(args.build)
+sys.path.insert(0, os.path.join(BUILD, '..', 'qemu-src', 'python'))
+from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
+
+QSD = os.path.join(BUILD, 'storage-daemon', 'qemu-storage-daemon')
+QEMU_IMG = os.path.join(BUILD, 'qemu-img')
+SIZE = str(256 * 1024 * 1024)
+
+# name, request size, queue depth, requests per run
+WORKLOADS = [
+    ('4k-qd1', '4k', 1, 20000),
+    ('4k-qd32', '4k', 32, 100000),
+    ('64k-qd32', '64k', 32, 20000),
+]
+if args.quick:
+    WORKLOADS = [(n, s, d, c // 20) for n, s, d, c in WORKLOADS]
+
+
+class Daemon:
+    def __init__(self, workdir, name, argv):
+        sock = os.path.join(workdir, name + '-qmp.sock')
+        self.qmp = QEMUMonitorProtocol(sock, server=True)
+        self.proc = subprocess.Popen(
+            [QSD, '--chardev', f'socket,id=qmp,path={sock}',
+             '--monitor', 'chardev=qmp'] + argv)
+        try:
+            self.qmp.accept(30)
+        except Exception:
+            self.proc.kill()
+            raise
+
+    def cmd(self, name, **kwargs):
+        return self.qmp.cmd(name, **{k.replace('_', '-'): v
+                                   for k, v in kwargs.items()})
+
+    def stop(self):
+        try:
+            self.cmd('quit')
+            self.proc.wait(30)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            self.qmp.close()
+        except EOFError:
+            pass
+
+
+def null(name):
+    return f'driver=null-co,node-name={name},size={SIZE}'
+
+
+class Setup:
+    """Bring a configuration up; the client writes to self.target"""
+
+    def __init__(self, kind, workdir, port):
+        self.daemons = []
+        self.kind = kind
+        try:
+            self.setup(kind, workdir, port)
+        except BaseException:
+            self.stop()
+            raise
+
+    def setup(self, kind, workdir, port):
+        sock = os.path.join(workdir, 'front.sock')
+        tcp = f'type=inet,host=127.0.0.1,port={port}'
+        front_export = ['--nbd-server', f'addr.type=unix,addr.path={sock}',
+                        '--export', 'type=nbd,id=e0,node-name=front,'
+                        'writable=on']
+        self.target = ['-f', 'raw', f'nbd+unix:///front?socket={sock}']
+
+        if kind == 'local':
+            self.target = ['--image-opts', null('front')]
+        elif kind == 'nbd-hop':
+            self.start(workdir, 'front', ['--blockdev', null('front')] +
+                       front_export)
+        elif kind == 'nbd-forward':
+            self.start(workdir, 'back', [
+                '--blockdev', null('back'),
+                '--nbd-server', 'addr.' + tcp.replace(',', ',addr.'),
+                '--export', 'type=nbd,id=e1,node-name=back,writable=on'])
+            self.start(workdir, 'front', [
+                '--blockdev', 'driver=nbd,node-name=front,export=back,'
+                'server.' + tcp.replace(',', ',server.')] + front_export)
+        elif kind == 'mirror-wb':
+            self.start(workdir, 'back', [
+                '--blockdev', null('back'),
+                '--nbd-server', 'addr.' + tcp.replace(',', ',addr.'),
+                '--export', 'type=nbd,id=e1,node-name=back,writable=on'])
+            front = self.start(workdir, 'front', [
+                '--blockdev', null('front'),
+                '--blockdev', 'driver=nbd,node-name=tgt,export=back,'
+                'server.' + tcp.replace(',', ',server.')] + front_export)
+            front.cmd('blockdev-mirror', job_id='m0', device='front',
+                      target='tgt', sync='full',
+                      copy_mode='write-blocking')
+            self.wait_ready(front)
+        elif kind.startswith('drbd-'):
+            proto = kind[-1].lower()
+            common = f'driver=drbd,resource=bench,protocol={proto},'
+            self.start(workdir, 'back', [
+                '--blockdev', null('back-null'),
+                '--blockdev', common + 'node-name=back,file=back-null,'
+                'node-id=1,role=secondary,'
+                + 'listen.' + tcp.replace(',', ',listen.')])
+            front = self.start(workdir, 'front', [
+                '--blockdev', null('front-null'),
+                '--blockdev', common + 'node-name=front,file=front-null,'
+                'node-id=0,role=primary,wfc-timeout=10000,'
+                + 'peer.' + tcp.replace(',', ',peer.')] + front_export)
+            info = front.cmd('query-drbd')[0]
+            if info['connection'] != 'connected':
+                raise RuntimeError(f'{kind}: not connected: {info}')
+        else:
+            raise ValueError(kind)
+
+    def start(self, workdir, name, argv):
+        d = Daemon(workdir, name, argv)
+        self.daemons.append(d)
+        return d
+
+    @staticmethod
+    def wait_ready(d):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            jobs = d.cmd('query-block-jobs')
+            if jobs and jobs[0]['ready']:
+                return
+            time.sleep(0.05)
+        raise RuntimeError('mirror job did not get ready')
+
+    def stop(self):
+        for d in reversed(self.daemons):
+            d.stop()
+
+
+def bench_once(target, size, depth, count):
+    out = subprocess.run([QEMU_IMG, 'bench', '-w', '-c', str(count),
+                          '-d', str(depth), '-s', size] + target,
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r'Run completed in ([0-9.]+) seconds', out)
+    if not m:
+        raise RuntimeError('unexpected qemu-img bench output: ' + out)
+    return count / float(m.group(1))
+
+
+KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
+         'drbd-A', 'drbd-B', 'drbd-C']
+if args.kinds:
+    KINDS = [k for k in KINDS if k in args.kinds.split(',')]
+
+
+def main():
+    results = {}
+    with tempfile.TemporaryDirectory(prefix='drbd-bench-') as workdir:
+        for i, kind in enumerate(KINDS):
+            setup = Setup(kind, workdir, args.port + i)
+            try:
+                for name, size, depth, count in WORKLOADS:
+                    runs = [bench_once(setup.target, size, depth, count)
+                            for _ in range(args.repeat)]
+                    results[(kind, name)] = statistics.median(runs)
+                    print(f'{kind:12} {name:9} {results[(kind, name)]:10.0f}'
+                          ' IOPS', file=sys.stderr, flush=True)
+            finally:
+                setup.stop()
+
+    if 'nbd-forward' not in KINDS or 'mirror-wb' not in KINDS:
+        return
+    print('| configuration | ' +
+          ' | '.join(f'{w[0]} IOPS' for w in WORKLOADS) +
+          ' | ' + ' | '.join(f'{w[0]} vs nbd-forward' for w in WORKLOADS) +
+          ' | ' + ' | '.join(f'{w[0]} vs mirror-wb' for w in WORKLOADS) +
+          ' |')
+    print('|' + ' --- |' * (1 + 3 * len(WORKLOADS)))
+    for kind in KINDS:
+        row = [f'{results[(kind, w[0])]:.0f}' for w in WORKLOADS]
+        row += [f'{results[(kind, w[0])] / results[("nbd-forward", w[0])]:.2f}'
+                for w in WORKLOADS]
+        row += [f'{results[(kind, w[0])] / results[("mirror-wb", w[0])]:.2f}'
+                for w in WORKLOADS]
+        print(f'| {kind} | ' + ' | '.join(row) + ' |')
+
+
+if __name__ == '__main__':
+    main()
