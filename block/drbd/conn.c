@@ -311,6 +311,15 @@ fail:
     return -ECANCELED;
 }
 
+/*
+ * Whether the out-of-sync bitmap records changes of ours that the peer
+ * lacks (on an inconsistent node it records what we lack instead)
+ */
+static bool drbd_holds_changes(BDRVDrbdState *s)
+{
+    return s->disk == DRBD_DISK_STATE_UP_TO_DATE && hbitmap_count(s->oos);
+}
+
 /* Exchange sizes and states on the data channel */
 static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
 {
@@ -325,6 +334,7 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     };
     DrbdSizes theirs;
     DrbdStatePacket st;
+    uint64_t changes;
     uint32_t len;
     int ret;
 
@@ -365,6 +375,14 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
         error_setg(errp, "both nodes are primary: refusing to connect "
                    "(demote one of them)");
+        return -EINVAL;
+    }
+    qemu_mutex_lock(&s->lock);
+    changes = drbd_holds_changes(s) ? hbitmap_count(s->oos) : 0;
+    qemu_mutex_unlock(&s->lock);
+    if (changes && st.role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "split brain: this node holds %" PRIu64 " KiB of "
+                   "changes that the primary peer lacks", changes / KiB);
         return -EINVAL;
     }
     peer->role = st.role;
@@ -575,6 +593,11 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
         req->epoch = s->cur_epoch;
         p.epoch = s->cur_epoch;
         s->epoch_size++;
+        /*
+         * Handed over now, before the bytes go out: the peer's ack may be
+         * processed in another thread before this coroutine runs again.
+         */
+        drbd_req_event_locked(s, req, DRBD_EV_SENT);
         qemu_mutex_unlock(&s->lock);
 
         if (cmd == DRBD_CMD_DATA) {
@@ -610,7 +633,6 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
         drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
     } else {
         s->ns += cmd == DRBD_CMD_DATA ? req->bytes : 0;
-        drbd_req_event_locked(s, req, DRBD_EV_SENT);
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -735,6 +757,21 @@ static void coroutine_fn drbd_meta_receiver(void *opaque)
                 drbd_got_block_ack(peer, h.cmd, &ack);
             }
             break;
+        case DRBD_CMD_STATE_REPLY: {
+            uint32_t result;
+
+            ret = drbd_wire_get_state_reply(payload, h.length, &result,
+                                            &err);
+            if (ret == 0) {
+                qemu_mutex_lock(&s->lock);
+                if (s->promote_pending) {
+                    qatomic_set(&s->promote_reply, result);
+                }
+                qemu_mutex_unlock(&s->lock);
+                aio_wait_kick();
+            }
+            break;
+        }
         case DRBD_CMD_BARRIER_ACK:
             ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
             if (ret == 0) {
@@ -793,6 +830,108 @@ static void coroutine_fn drbd_send_state_co(void *opaque)
     drbd_wire_put_state(pkt, &st);
     drbd_send_data_channel(peer, pkt);
     drbd_peer_put(peer);
+}
+
+/* The peer asks to become primary (or to take another state) */
+static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
+                                                const DrbdStatePacket *st)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint32_t result = DRBD_STATE_REPLY_GRANTED;
+
+    if (st->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_lock(&s->lock);
+        if (s->role == DRBD_ROLE_PRIMARY ||
+            (s->promote_pending && s->node_id < s->peer_node_id)) {
+            /* we are primary, or asking too and the lower id wins */
+            result = DRBD_STATE_REPLY_REFUSED;
+        }
+        qemu_mutex_unlock(&s->lock);
+    }
+    if (result == DRBD_STATE_REPLY_GRANTED) {
+        /* before the answer, so that we refuse our own promotion now */
+        drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,
+                       st->role == DRBD_ROLE_PRIMARY ?
+                       "peer promoted" : "peer state changed");
+    }
+    trace_drbd_state_request(s->bs, DrbdRole_str(st->role), result);
+    drbd_wire_put_state_reply(pkt, result);
+    return drbd_send_meta(peer, pkt) < 0 ? -EPIPE : 0;
+}
+
+static void coroutine_fn drbd_send_state_req_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdStatePacket st = {
+        .role = DRBD_ROLE_PRIMARY,
+        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+    };
+
+    drbd_wire_put_state_req(pkt, &st);
+    drbd_send_data_channel(peer, pkt);
+    drbd_peer_put(peer);
+}
+
+static void drbd_promote_timeout(void *opaque)
+{
+    bool *timed_out = opaque;
+
+    *timed_out = true;
+}
+
+/*
+ * Before a connected node becomes primary, its peer must agree, so that
+ * two nodes promoted at the same moment never both succeed.  Returns 0
+ * when the node may go ahead (granted, or no peer connected).
+ */
+int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
+{
+    DrbdPeer *peer = drbd_peer_get(s);
+    QEMUTimer *timer;
+    bool timed_out = false;
+    int reply;
+
+    if (!peer) {
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    s->promote_pending = true;
+    s->promote_reply = -1;
+    peer->running++;        /* for the sending coroutine */
+    qemu_mutex_unlock(&s->lock);
+
+    aio_co_enter(bdrv_get_aio_context(s->bs),
+                 qemu_coroutine_create(drbd_send_state_req_co, peer));
+
+    timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
+                          SCALE_NS, drbd_promote_timeout, &timed_out);
+    timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              s->ping_timeout_ns);
+    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->promote_reply) < 0 &&
+                            !qatomic_read(&peer->broken) && !timed_out);
+    timer_free(timer);
+
+    qemu_mutex_lock(&s->lock);
+    reply = s->promote_reply;
+    s->promote_pending = false;
+    qemu_mutex_unlock(&s->lock);
+    drbd_peer_put(peer);
+
+    if (reply == DRBD_STATE_REPLY_GRANTED) {
+        return 0;
+    }
+    if (reply == DRBD_STATE_REPLY_REFUSED) {
+        error_setg(errp, "the peer refused: it is primary, or is being "
+                   "promoted itself");
+        return -EBUSY;
+    }
+    error_setg(errp, "the peer did not answer the promotion request%s",
+               timed_out ? " in time" : ": the connection was lost");
+    error_append_hint(errp, "Try again: a disconnected node can be "
+                      "promoted on its own.\n");
+    return -ETIMEDOUT;
 }
 
 /* Tell the peer our role and disk state, after a promotion or demotion */
@@ -863,6 +1002,13 @@ static void coroutine_fn drbd_data_receiver(void *opaque)
                 ret = drbd_peer_state_changed(peer, &st, &err);
             }
             break;
+        case DRBD_CMD_STATE_REQ:
+            ret = drbd_wire_get_state(payload, h.length, &st, &err);
+            if (ret == 0 && drbd_peer_state_request(peer, &st) < 0) {
+                error_setg(&err, "could not answer a state request");
+                ret = -EPIPE;
+            }
+            break;
         default:
             error_setg(&err, "%s packet on the data channel",
                        drbd_cmd_name(h.cmd));
@@ -908,15 +1054,18 @@ static void coroutine_fn drbd_pinger(void *opaque)
 }
 
 /*
- * Start a coroutine of the connection in our AioContext; it holds a
- * reference to the peer and drops it with drbd_peer_put() when it ends.
+ * Start a coroutine of the connection; it holds a reference to the peer
+ * and drops it with drbd_peer_put() when it ends.  It runs in the
+ * connection's AioContext (the caller's), not necessarily the node's: the
+ * receiving side's bookkeeping then stays in one thread, and block I/O
+ * may be issued from any.
  */
 void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque)
 {
     qemu_mutex_lock(&peer->s->lock);
     peer->running++;
     qemu_mutex_unlock(&peer->s->lock);
-    aio_co_enter(bdrv_get_aio_context(peer->s->bs),
+    aio_co_enter(qemu_get_current_aio_context(),
                  qemu_coroutine_create(fn, opaque));
 }
 
@@ -936,13 +1085,13 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     qemu_mutex_lock(&s->lock);
     s->peer = peer;
     g_clear_pointer(&s->last_error, g_free);
-    sync_source = s->role == DRBD_ROLE_PRIMARY &&
-                  peer->role != DRBD_ROLE_PRIMARY &&
-                  hbitmap_count(s->oos) > 0;
+    /* Whoever holds changes its peer lacks sends them, whatever its role */
+    sync_source = drbd_holds_changes(s) && peer->role != DRBD_ROLE_PRIMARY;
     qemu_mutex_unlock(&s->lock);
 
     drbd_set_state(s, -1, sync_source ? DRBD_CONN_STATE_SYNC_SOURCE :
-                   DRBD_CONN_STATE_CONNECTED, -1, peer->role, peer->disk,
+                   DRBD_CONN_STATE_CONNECTED, -1, peer->role,
+                   sync_source ? DRBD_DISK_STATE_INCONSISTENT : peer->disk,
                    "connected");
 
     drbd_peer_spawn(peer, drbd_meta_receiver, peer);

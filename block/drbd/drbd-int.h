@@ -114,6 +114,8 @@ struct BDRVDrbdState {
     DrbdDiskState disk;
     DrbdDiskState peer_disk;
     char *last_error;
+    bool promote_pending;       /* we asked the peer to let us promote */
+    int promote_reply;          /* its answer, or -1 while none */
     bool refusal_reported;      /* a refused guest request was logged */
 
     /* The transfer log: replicated writes not yet done with the peer */
@@ -181,6 +183,7 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
 void drbd_announce_role(BDRVDrbdState *s);
+int drbd_request_promotion(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                                  uint16_t cmd, QEMUIOVector *qiov,
                                  size_t qiov_offset, uint32_t dp_flags);

@@ -130,6 +130,10 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     }
     qemu_mutex_unlock(&s->lock);
 
+    if (drbd_request_promotion(s, errp) < 0) {
+        error_prepend(errp, "'%s': ", name);
+        return -EBUSY;
+    }
     drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
     drbd_announce_role(s);

@@ -40,6 +40,10 @@
 #define STATE_PAD               2
 #define STATE_SIZE              4
 
+/* STATE_REPLY */
+#define STATE_REPLY_RESULT      0
+#define STATE_REPLY_SIZE        4
+
 /* DATA, ZEROES, DISCARD, RS_DATA */
 #define DATA_OFFSET             0
 #define DATA_ID                 8
@@ -102,6 +106,9 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_RS_DATA]      = { "RS_DATA", DATA_MIN_SIZE, DATA_MAX_SIZE },
     [DRBD_CMD_OUT_OF_SYNC]  = { "OUT_OF_SYNC", ACK_SIZE, ACK_SIZE },
     [DRBD_CMD_RS_DONE]      = { "RS_DONE", 0, 0 },
+    [DRBD_CMD_STATE_REQ]    = { "STATE_REQ", STATE_SIZE, STATE_SIZE },
+    [DRBD_CMD_STATE_REPLY]  = { "STATE_REPLY", STATE_REPLY_SIZE,
+                                STATE_REPLY_SIZE },
 };
 
 const char *drbd_cmd_name(uint16_t cmd)
@@ -203,14 +210,35 @@ void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s)
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
-void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s)
+static void put_state(GByteArray *out, uint16_t cmd,
+                      const DrbdStatePacket *s)
 {
     uint8_t buf[DRBD_WIRE_HEADER_SIZE + STATE_SIZE] = { 0 };
     uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
 
-    put_header(buf, DRBD_CMD_STATE, STATE_SIZE);
+    put_header(buf, cmd, STATE_SIZE);
     p[STATE_ROLE] = s->role;
     p[STATE_DISK_STATE] = s->disk_state;
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s)
+{
+    put_state(out, DRBD_CMD_STATE, s);
+}
+
+void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s)
+{
+    put_state(out, DRBD_CMD_STATE_REQ, s);
+}
+
+void drbd_wire_put_state_reply(GByteArray *out, uint32_t result)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + STATE_REPLY_SIZE];
+
+    assert(result <= DRBD_STATE_REPLY_REFUSED);
+    put_header(buf, DRBD_CMD_STATE_REPLY, STATE_REPLY_SIZE);
+    stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + STATE_REPLY_RESULT, result);
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -530,6 +558,23 @@ int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
     }
 
     *s = state;
+    return 0;
+}
+
+int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
+                              uint32_t *result, Error **errp)
+{
+    uint32_t r;
+
+    if (check_len("STATE_REPLY", len, STATE_REPLY_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    r = ldl_be_p(buf + STATE_REPLY_RESULT);
+    if (r > DRBD_STATE_REPLY_REFUSED) {
+        error_setg(errp, "STATE_REPLY packet: unknown result %" PRIu32, r);
+        return -EINVAL;
+    }
+    *result = r;
     return 0;
 }
 

@@ -63,6 +63,9 @@ typedef enum DrbdCmd {
     DRBD_CMD_RS_DATA        = 15,   /* sync source answers with its data */
     DRBD_CMD_OUT_OF_SYNC    = 16,   /* a range the receiver must resync */
     DRBD_CMD_RS_DONE        = 17,   /* sync source: nothing left to send */
+    /* cluster-wide state change: data channel asks, meta channel answers */
+    DRBD_CMD_STATE_REQ      = 18,   /* may the sender take this state? */
+    DRBD_CMD_STATE_REPLY    = 19,   /* DRBD_STATE_REPLY_* */
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -140,6 +143,10 @@ typedef struct DrbdBarrier {
     uint32_t flags;         /* BARRIER only: DRBD_BARRIER_* */
 } DrbdBarrier;
 
+/* The answer in a STATE_REPLY */
+#define DRBD_STATE_REPLY_GRANTED    0
+#define DRBD_STATE_REPLY_REFUSED    1
+
 const char *drbd_cmd_name(uint16_t cmd);
 
 /*
@@ -149,6 +156,9 @@ const char *drbd_cmd_name(uint16_t cmd);
 void drbd_wire_put_hello(GByteArray *out, const DrbdHello *h);
 void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s);
 void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s);
+/* STATE_REQ has STATE's payload: decode it with drbd_wire_get_state() */
+void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
+void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 /*
  * @cmd is DATA, ZEROES, DISCARD or RS_DATA; data is appended for DATA
  * and RS_DATA only (@p->bytes of it from @p->data)
@@ -189,6 +199,8 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
                         Error **errp);
 int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
                         Error **errp);
+int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
+                              uint32_t *result, Error **errp);
 int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
                        uint64_t disk_size, DrbdDataPacket *p, Error **errp);
 int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,

@@ -163,7 +163,18 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         }
         return ret;
     }
-    case DRBD_CMD_STATE: {
+    case DRBD_CMD_STATE_REPLY: {
+        uint32_t result;
+
+        ret = drbd_wire_get_state_reply(buf, len, &result, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, 4);
+            g_assert_cmpuint(result, <=, DRBD_STATE_REPLY_REFUSED);
+        }
+        return ret;
+    }
+    case DRBD_CMD_STATE:
+    case DRBD_CMD_STATE_REQ: {
         DrbdStatePacket s;
 
         ret = drbd_wire_get_state(buf, len, &s, errp);
@@ -412,6 +423,44 @@ static void test_round_trip_state(void)
             g_assert_cmpuint(out.role, ==, role);
             g_assert_cmpuint(out.disk_state, ==, disk);
         }
+    }
+}
+
+static void test_state_request(void)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdStatePacket in = { .role = 0, .disk_state = 7 };
+    DrbdStatePacket out;
+    const uint8_t *payload;
+    uint8_t bad[4];
+    Error *err = NULL;
+    uint32_t result;
+    uint32_t r;
+
+    drbd_wire_put_state_req(pkt, &in);
+    payload = check_header(pkt, DRBD_CMD_STATE_REQ);
+    g_assert_cmpint(drbd_wire_get_state(payload, STATE_SIZE, &out,
+                                        &error_abort), ==, 0);
+    g_assert_cmpuint(out.role, ==, in.role);
+    g_assert_cmpuint(out.disk_state, ==, in.disk_state);
+
+    for (r = DRBD_STATE_REPLY_GRANTED; r <= DRBD_STATE_REPLY_REFUSED; r++) {
+        g_byte_array_set_size(pkt, 0);
+        drbd_wire_put_state_reply(pkt, r);
+        payload = check_header(pkt, DRBD_CMD_STATE_REPLY);
+        g_assert_cmpuint(pkt->len, ==, HDR + 4);
+        g_assert_cmpint(drbd_wire_get_state_reply(payload, 4, &result,
+                                                  &error_abort), ==, 0);
+        g_assert_cmpuint(result, ==, r);
+    }
+
+    /* an unknown answer, and every wrong length */
+    stl_be_p(bad, 2);
+    assert_failed(drbd_wire_get_state_reply(bad, 4, &result, &err), &err);
+    stl_be_p(bad, 0);
+    for (r = 0; r < 4; r++) {
+        assert_failed(drbd_wire_get_state_reply(bad, r, &result, &err),
+                      &err);
     }
 }
 
@@ -1257,6 +1306,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/hello/invalid", test_hello_invalid);
     g_test_add_func("/drbd-wire/sizes/invalid", test_sizes_invalid);
     g_test_add_func("/drbd-wire/state/invalid", test_state_invalid);
+    g_test_add_func("/drbd-wire/state/request", test_state_request);
     g_test_add_func("/drbd-wire/messages", test_messages);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
     g_test_add_func("/drbd-wire/mutation", test_mutation);
