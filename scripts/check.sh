@@ -26,7 +26,11 @@ trap 'rm -f "$tap"' EXIT
 echo "== unit tests"
 for t in "$@"; do
     exe=$bld/tests/unit/$t
-    if "$exe" --tap -k > "$tap" 2>>"$log"; then rc=0; else rc=$?; fi
+    if timeout 300 "$exe" --tap -k > "$tap" 2>>"$log"; then
+        rc=0
+    else
+        rc=$?
+    fi
     grep -E '^(not )?ok ' "$tap" | sed "s|^|$t: |"
     count "$tap"
     # a crash before any TAP line still counts as a failure
@@ -39,7 +43,13 @@ done
 
 echo "== iotests"
 cd "$bld/tests/qemu-iotests" || exit 1
-if python3 ./check -tap -raw -file -g drbd > "$tap" 2>>"$log"; then rc=0; else rc=$?; fi
+# A hung test must fail the run, not stall it: bound the whole suite
+if timeout 1200 python3 ./check -tap -raw -file -g drbd > "$tap" 2>>"$log"
+then
+    rc=0
+else
+    rc=$?
+fi
 grep -E '^(not )?ok ' "$tap"
 count "$tap"
 if [ "$rc" != 0 ] && ! grep -q '^not ok ' "$tap"; then

@@ -117,11 +117,11 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     s->connects = s->peer_addr &&
                   (!s->listen_addr || s->node_id < s->peer_node_id);
 
-    s->connect_interval_ns = (o->has_connect_interval ?
+    s->connect_interval_ns = (uint64_t)(o->has_connect_interval ?
         o->connect_interval : DRBD_DEFAULT_CONNECT_INTERVAL_MS) * SCALE_MS;
-    s->ping_interval_ns = (o->has_ping_interval ?
+    s->ping_interval_ns = (uint64_t)(o->has_ping_interval ?
         o->ping_interval : DRBD_DEFAULT_PING_INTERVAL_MS) * SCALE_MS;
-    s->ping_timeout_ns = (o->has_ping_timeout ?
+    s->ping_timeout_ns = (uint64_t)(o->has_ping_timeout ?
         o->ping_timeout : DRBD_DEFAULT_PING_TIMEOUT_MS) * SCALE_MS;
     if (!s->connect_interval_ns || !s->ping_interval_ns ||
         !s->ping_timeout_ns) {

@@ -176,15 +176,11 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 {
     BDRVDrbdState *s = peer->s;
     DrbdApply *a;
-    DrbdRole role;
+    DrbdRole role, peer_role;
 
     qemu_mutex_lock(&s->lock);
     role = s->role;
-    if (role != DRBD_ROLE_PRIMARY) {
-        s->ua++;
-        s->nr += (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) ?
-                 p->bytes : 0;
-    }
+    peer_role = s->peer_role;
     qemu_mutex_unlock(&s->lock);
     if (role == DRBD_ROLE_PRIMARY) {
         g_free(buf);
@@ -192,13 +188,25 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
                    drbd_cmd_name(cmd));
         return -EINVAL;
     }
+    /* Guest writes come from a primary; resync data from our sync source */
+    if (cmd == DRBD_CMD_RS_DATA ? !peer->sync_target :
+        peer_role != DRBD_ROLE_PRIMARY) {
+        g_free(buf);
+        error_setg(errp, "received a %s packet from a %s peer that is not "
+                   "our sync source", drbd_cmd_name(cmd),
+                   DrbdRole_str(peer_role));
+        return -EINVAL;
+    }
 
-    if (cmd == DRBD_CMD_RECV_ACK || s->protocol == 'B') {
-        /* protocol B: the peer may complete once we hold the data */
-        if (cmd != DRBD_CMD_RS_DATA) {
-            drbd_send_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
-                                p->bytes);
-        }
+    qemu_mutex_lock(&s->lock);
+    s->ua++;
+    s->nr += (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) ? p->bytes : 0;
+    qemu_mutex_unlock(&s->lock);
+
+    if (s->protocol == 'B' && cmd != DRBD_CMD_RS_DATA) {
+        /* protocol B: the primary may complete once we hold the data */
+        drbd_send_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
+                            p->bytes);
     }
 
     /*
@@ -263,6 +271,12 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
     if (s->role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "the peer wants to resync a primary");
+        return -EINVAL;
+    }
+    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "split brain: both nodes hold changes the other "
+                   "lacks");
         return -EINVAL;
     }
     if (!peer->sync_target) {
