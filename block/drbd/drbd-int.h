@@ -42,6 +42,15 @@ typedef struct DrbdRequest {
     QTAILQ_ENTRY(DrbdRequest) tl_next;
 } DrbdRequest;
 
+/* A receiver's buffer: bytes [pos, len) of data are read, not yet used */
+#define DRBD_RX_BUF_SIZE    (DRBD_WIRE_HEADER_SIZE + DRBD_WIRE_MAX_PAYLOAD)
+
+typedef struct DrbdRxBuf {
+    uint8_t *data;
+    size_t pos;
+    size_t len;
+} DrbdRxBuf;
+
 /* Resync write acks carry ids with this bit set; guest requests never do */
 #define DRBD_RESYNC_ID_FLAG     (1ULL << 63)
 
@@ -61,6 +70,8 @@ typedef struct DrbdPeer {
     QIOChannelSocket *meta;
     CoMutex data_send_lock;
     CoMutex meta_send_lock;
+    DrbdRxBuf data_rx;
+    DrbdRxBuf meta_rx;
 
     /* Under s->lock */
     unsigned running;           /* references */

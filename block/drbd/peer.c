@@ -40,12 +40,13 @@ static void coroutine_fn drbd_wait_barrier(DrbdPeer *peer)
 
 /*
  * The closed epoch's writes are all done: flush the disk if the barrier
- * asked for it, ack the barrier, and let the next epoch start.
+ * asked for it, let the next epoch start, and add the barrier's ack to
+ * @acks, for the caller to send with its own.
  */
-static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer)
+static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer,
+                                               GByteArray *acks)
 {
     BDRVDrbdState *s = peer->s;
-    g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdBarrier ack = peer->pending_barrier;
     int ret = 0;
 
@@ -66,8 +67,7 @@ static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer)
                        ack.epoch, strerror(-ret));
         return;
     }
-    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, &ack);
-    drbd_send_meta(peer, pkt);
+    drbd_wire_put_barrier(acks, DRBD_CMD_BARRIER_ACK, &ack);
 }
 
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
@@ -82,6 +82,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     DrbdApply *a = opaque;
     DrbdPeer *peer = a->peer;
     BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) acks = g_byte_array_new();
     BdrvChild *file = s->bs->file;
     BdrvRequestFlags flags = 0;
     int ret;
@@ -130,19 +131,26 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     if (a->cmd != DRBD_CMD_RS_DATA) {
         assert(peer->epoch_writes_inflight > 0);
         if (--peer->epoch_writes_inflight == 0 && peer->barrier_pending) {
-            drbd_complete_barrier(peer);
+            drbd_complete_barrier(peer, acks);
         }
     } else if (--peer->resync_inflight == 0 && peer->epoch_waiter) {
         aio_co_wake(peer->epoch_waiter);
     }
 
-    /* The order of write and barrier acks does not matter to the primary */
-    if (ret < 0) {
-        drbd_send_block_ack(peer, DRBD_CMD_NEG_ACK, a->p.offset, a->p.id,
-                            a->p.bytes);
-    } else if (drbd_apply_wants_write_ack(peer, a->cmd, a->p.flags)) {
-        drbd_send_block_ack(peer, DRBD_CMD_WRITE_ACK, a->p.offset, a->p.id,
-                            a->p.bytes);
+    /*
+     * One send for the write's ack and the barrier's: their order does
+     * not matter to the primary
+     */
+    if (ret < 0 || drbd_apply_wants_write_ack(peer, a->cmd, a->p.flags)) {
+        DrbdBlockAck ack = {
+            .offset = a->p.offset, .id = a->p.id, .bytes = a->p.bytes,
+        };
+
+        drbd_wire_put_block_ack(acks, ret < 0 ? DRBD_CMD_NEG_ACK :
+                                DRBD_CMD_WRITE_ACK, &ack);
+    }
+    if (acks->len) {
+        drbd_send_meta(peer, acks);
     }
 
     qemu_mutex_lock(&s->lock);
@@ -255,7 +263,12 @@ int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
     peer->pending_barrier = *b;
     peer->barrier_pending = true;
     if (peer->epoch_writes_inflight == 0) {
-        drbd_complete_barrier(peer);
+        g_autoptr(GByteArray) acks = g_byte_array_new();
+
+        drbd_complete_barrier(peer, acks);
+        if (acks->len) {
+            drbd_send_meta(peer, acks);
+        }
     }
     return 0;
 }
