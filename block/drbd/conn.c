@@ -173,7 +173,20 @@ static int coroutine_fn drbd_rx_packet(QIOChannelSocket *sioc, DrbdRxBuf *rb,
         return -EINVAL;
     }
     rb->pos += DRBD_WIRE_HEADER_SIZE;
-    if (h->length) {
+    if (h->length > DRBD_RX_DIRECT_MIN && h->length > rb->len - rb->pos) {
+        /* A large payload: what is buffered, then the rest read directly */
+        size_t have = rb->len - rb->pos;
+
+        *payload = g_malloc(h->length);
+        memcpy(*payload, rb->data + rb->pos, have);
+        rb->pos = rb->len = 0;
+        if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)*payload + have,
+                                 h->length - have, errp) < 0) {
+            g_free(*payload);
+            *payload = NULL;
+            return -EIO;
+        }
+    } else if (h->length) {
         ret = drbd_rx_fill(sioc, rb, h->length, errp);
         if (ret < 0) {
             return ret;

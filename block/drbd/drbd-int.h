@@ -44,6 +44,8 @@ typedef struct DrbdRequest {
 
 /* A receiver's buffer: bytes [pos, len) of data are read, not yet used */
 #define DRBD_RX_BUF_SIZE    (DRBD_WIRE_HEADER_SIZE + DRBD_WIRE_MAX_PAYLOAD)
+/* Payloads larger than this that are not buffered yet are read directly */
+#define DRBD_RX_DIRECT_MIN  (16 * KiB)
 
 typedef struct DrbdRxBuf {
     uint8_t *data;

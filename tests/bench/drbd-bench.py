@@ -17,7 +17,8 @@
 #                peer (TCP) a drbd secondary over null-co in the second
 #
 # null-co disks make the engines, not the disks, the thing measured.  The
-# machines this runs on are noisy: each number is the median of --repeat
+# machines this runs on are noisy: all configurations are up at once, the
+# runs go round-robin over them, each number is the median of --repeat
 # runs, and the table shows ratios to nbd-forward and mirror-wb measured in
 # the same run.
 #
@@ -36,7 +37,7 @@ import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument('build')
-parser.add_argument('--repeat', type=int, default=3)
+parser.add_argument('--repeat', type=int, default=5)
 parser.add_argument('--quick', action='store_true',
                     help='fewer requests per run, for a smoke test')
 parser.add_argument('--port', type=int, default=17900)
@@ -103,6 +104,8 @@ class Setup:
     def __init__(self, kind, workdir, port):
         self.daemons = []
         self.kind = kind
+        workdir = os.path.join(workdir, kind)
+        os.mkdir(workdir)
         try:
             self.setup(kind, workdir, port)
         except BaseException:
@@ -199,19 +202,29 @@ if args.kinds:
 
 
 def main():
-    results = {}
+    """
+    All configurations are up at once and the runs go round-robin, so that
+    a slow spell of the machine spreads over all of them instead of
+    skewing the one that happened to run then.
+    """
+    runs = {}
+    setups = []
     with tempfile.TemporaryDirectory(prefix='drbd-bench-') as workdir:
-        for i, kind in enumerate(KINDS):
-            setup = Setup(kind, workdir, args.port + i)
-            try:
-                for name, size, depth, count in WORKLOADS:
-                    runs = [bench_once(setup.target, size, depth, count)
-                            for _ in range(args.repeat)]
-                    results[(kind, name)] = statistics.median(runs)
-                    print(f'{kind:12} {name:9} {results[(kind, name)]:10.0f}'
-                          ' IOPS', file=sys.stderr, flush=True)
-            finally:
+        try:
+            for i, kind in enumerate(KINDS):
+                setups.append(Setup(kind, workdir, args.port + i))
+            for rep in range(args.repeat):
+                for setup in setups:
+                    for name, size, depth, count in WORKLOADS:
+                        iops = bench_once(setup.target, size, depth, count)
+                        runs.setdefault((setup.kind, name), []).append(iops)
+                        print(f'run {rep + 1}: {setup.kind:12} {name:9} '
+                              f'{iops:10.0f} IOPS', file=sys.stderr,
+                              flush=True)
+        finally:
+            for setup in setups:
                 setup.stop()
+    results = {k: statistics.median(v) for k, v in runs.items()}
 
     if 'nbd-forward' not in KINDS or 'mirror-wb' not in KINDS:
         return
