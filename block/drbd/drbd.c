@@ -139,6 +139,17 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     return 0;
 }
 
+static void drbd_free_state(BDRVDrbdState *s)
+{
+    g_clear_pointer(&s->oos, hbitmap_free);
+    ratelimit_destroy(&s->resync_limit);
+    qapi_free_SocketAddress(s->listen_addr);
+    qapi_free_SocketAddress(s->peer_addr);
+    g_free(s->resource);
+    g_free(s->last_error);
+    qemu_mutex_destroy(&s->lock);
+}
+
 /* Wait up to @ms for the handshake with the peer to finish */
 static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
 {
@@ -181,16 +192,17 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
 
     ret = bdrv_open_file_child(NULL, options, "file", bs, errp);
     if (ret < 0) {
-        return ret;
+        goto fail;
     }
 
     opts = drbd_parse_options(options, errp);
     if (!opts) {
-        return -EINVAL;
+        ret = -EINVAL;
+        goto fail;
     }
     ret = drbd_apply_options(s, opts, errp);
     if (ret < 0) {
-        return ret;
+        goto fail;
     }
 
     bdrv_graph_rdlock_main_loop();
@@ -203,12 +215,14 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     if (size < 0) {
         error_setg_errno(errp, -size, "Could not get the size of '%s'",
                          bs->file->bs->filename);
-        return size;
+        ret = size;
+        goto fail;
     }
     if (!QEMU_IS_ALIGNED(size, BDRV_SECTOR_SIZE)) {
         error_setg(errp, "'%s' has %" PRId64 " bytes, not a multiple of %d",
                    bs->file->bs->filename, size, (int)BDRV_SECTOR_SIZE);
-        return -EINVAL;
+        ret = -EINVAL;
+        goto fail;
     }
     s->size = size;
     s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
@@ -227,13 +241,18 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     if (s->listen_addr || s->peer_addr) {
         ret = drbd_conn_start(s, errp);
         if (ret < 0) {
-            return ret;
+            goto fail;
         }
         if (opts->has_wfc_timeout && opts->wfc_timeout) {
             drbd_wait_for_connection(s, opts->wfc_timeout);
         }
     }
     return 0;
+
+fail:
+    /* The block layer does not call drbd_close() after a failed open */
+    drbd_free_state(s);
+    return ret;
 }
 
 static void drbd_close(BlockDriverState *bs)
@@ -243,13 +262,7 @@ static void drbd_close(BlockDriverState *bs)
     trace_drbd_close(bs);
     drbd_conn_stop(s);
     assert(QTAILQ_EMPTY(&s->transfer_log));
-    g_clear_pointer(&s->oos, hbitmap_free);
-    ratelimit_destroy(&s->resync_limit);
-    qapi_free_SocketAddress(s->listen_addr);
-    qapi_free_SocketAddress(s->peer_addr);
-    g_free(s->resource);
-    g_free(s->last_error);
-    qemu_mutex_destroy(&s->lock);
+    drbd_free_state(s);
 }
 
 static void drbd_drain_begin(BlockDriverState *bs)

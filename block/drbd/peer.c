@@ -239,7 +239,14 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         peer->epoch_writes_inflight++;
         peer->epoch_writes++;
     }
-    drbd_peer_spawn(peer, drbd_apply_co, a);
+    /*
+     * Start the write now rather than when the receiver next waits for
+     * the network: with packets queued up, that may be many writes later.
+     */
+    qemu_mutex_lock(&s->lock);
+    peer->running++;
+    qemu_mutex_unlock(&s->lock);
+    qemu_coroutine_enter(qemu_coroutine_create(drbd_apply_co, a));
     return 0;
 }
 
