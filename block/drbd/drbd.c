@@ -150,25 +150,28 @@ static void drbd_free_state(BDRVDrbdState *s)
     qemu_mutex_destroy(&s->lock);
 }
 
+static void drbd_wfc_timeout(void *opaque)
+{
+    bool *timed_out = opaque;
+
+    *timed_out = true;
+}
+
 /* Wait up to @ms for the handshake with the peer to finish */
 static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
 {
     AioContext *ctx = bdrv_get_aio_context(s->bs);
-    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       ms * SCALE_MS;
+    bool timed_out = false;
+    QEMUTimer *timer;
 
-    while (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
-        DrbdConnState c;
-
-        qemu_mutex_lock(&s->lock);
-        c = s->cstate;
-        qemu_mutex_unlock(&s->lock);
-        if (c >= DRBD_CONN_STATE_CONNECTED) {
-            return;
-        }
-        aio_poll(ctx, false);
-        g_usleep(1000);
+    timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_MS,
+                          drbd_wfc_timeout, &timed_out);
+    timer_mod(timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
+    while (!timed_out && qatomic_read(&s->cstate) <
+                         DRBD_CONN_STATE_CONNECTED) {
+        aio_poll(ctx, true);
     }
+    timer_free(timer);
 }
 
 static int GRAPH_UNLOCKED
