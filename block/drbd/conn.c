@@ -957,11 +957,12 @@ static void coroutine_fn drbd_send_state_req_co(void *opaque)
     drbd_peer_put(peer);
 }
 
-static void drbd_promote_timeout(void *opaque)
+/* A timer callback for waits with a deadline: sets the bool it is given */
+void drbd_timer_set_flag(void *opaque)
 {
-    bool *timed_out = opaque;
+    bool *flag = opaque;
 
-    *timed_out = true;
+    *flag = true;
 }
 
 /*
@@ -989,7 +990,7 @@ int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
                  qemu_coroutine_create(drbd_send_state_req_co, peer));
 
     timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
-                          SCALE_NS, drbd_promote_timeout, &timed_out);
+                          SCALE_NS, drbd_timer_set_flag, &timed_out);
     timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
               s->ping_timeout_ns);
     AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->promote_reply) < 0 &&
@@ -1193,6 +1194,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         qemu_mutex_lock(&s->lock);
     }
     s->peer = NULL;
+    s->pe -= peer->resync_unacked;  /* their bits stay set: resent later */
     drbd_tl_connection_lost_locked(s);
     g_free(s->last_error);
     s->last_error = g_strdup(peer->broken_reason);

@@ -84,6 +84,9 @@ typedef struct DrbdPeer {
     DrbdRole role;
     DrbdDiskState disk;
 
+    /* Under s->lock: resync chunks sent and not yet acked (in s->pe) */
+    uint32_t resync_unacked;
+
     /* In the node's AioContext only */
     bool ping_answered;
     QemuCoSleep ping_sleep;
@@ -195,6 +198,7 @@ void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque);
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
+void drbd_timer_set_flag(void *opaque);
 void drbd_announce_role(BDRVDrbdState *s);
 int drbd_request_promotion(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,

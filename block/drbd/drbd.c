@@ -150,13 +150,6 @@ static void drbd_free_state(BDRVDrbdState *s)
     qemu_mutex_destroy(&s->lock);
 }
 
-static void drbd_wfc_timeout(void *opaque)
-{
-    bool *timed_out = opaque;
-
-    *timed_out = true;
-}
-
 /* Wait up to @ms for the handshake with the peer to finish */
 static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
 {
@@ -165,7 +158,7 @@ static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
     QEMUTimer *timer;
 
     timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_MS,
-                          drbd_wfc_timeout, &timed_out);
+                          drbd_timer_set_flag, &timed_out);
     timer_mod(timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
     while (!timed_out && qatomic_read(&s->cstate) <
                          DRBD_CONN_STATE_CONNECTED) {

@@ -98,6 +98,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         s->dr += bytes;
         s->ns += bytes;
         s->pe++;
+        peer->resync_unacked++;
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -176,7 +177,8 @@ void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd, const DrbdBlockAck *ack)
     bool finished = false;
 
     qemu_mutex_lock(&s->lock);
-    if (s->pe > 0) {
+    if (peer->resync_unacked > 0) {
+        peer->resync_unacked--;
         s->pe--;
     }
     if (cmd == DRBD_CMD_WRITE_ACK) {
