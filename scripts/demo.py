@@ -40,7 +40,7 @@ class Node:
         self.name = name
         self.img = os.path.join(workdir, name + '.img')
         sock = os.path.join(workdir, name + '-qmp.sock')
-        subprocess.run([QEMU_IMG, 'create', '-q', '-f', 'raw', self.img,
+        subprocess.run([QEMU_IMG, 'create', '-q', '-f', 'drbd', self.img,
                         SIZE], check=True)
         self.qmp = QEMUMonitorProtocol(sock, server=True)
         args = [QSD,
@@ -135,7 +135,7 @@ def main():
             secondary.stop()
 
         print('== the replica is identical')
-        show([QEMU_IMG, 'compare', '-f', 'raw', '-F', 'raw', primary.img,
+        show([QEMU_IMG, 'compare', '-f', 'drbd', '-F', 'drbd', primary.img,
               secondary.img])
 
 

@@ -398,6 +398,91 @@ static bool drbd_holds_changes(BDRVDrbdState *s)
     return s->disk == DRBD_DISK_STATE_UP_TO_DATE && hbitmap_count(s->oos);
 }
 
+/*
+ * The out-of-sync bitmaps cross the data channel in run-length encoded
+ * BITMAP packets (rle.h), one bit per 4 KiB, the node with the lower id
+ * sending first so that neither waits on a full socket for the other.
+ */
+static int coroutine_fn drbd_send_bitmap(DrbdPeer *peer, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    uint64_t nbits = DIV_ROUND_UP(s->size, 1 << DRBD_BM_GRANULARITY);
+    g_autofree uint8_t *chunk = g_malloc(DRBD_WIRE_MAX_BITMAP);
+    HBitmap *hb = hbitmap_alloc(nbits, 0);
+    int64_t offset = 0, start, count;
+    uint64_t pos = 0;
+    size_t len;
+    int ret = 0;
+
+    qemu_mutex_lock(&s->lock);
+    while (hbitmap_next_dirty_area(s->oos, offset, s->size, INT64_MAX,
+                                   &start, &count)) {
+        hbitmap_set(hb, start >> DRBD_BM_GRANULARITY,
+                    DIV_ROUND_UP(start + count, 1 << DRBD_BM_GRANULARITY) -
+                    (start >> DRBD_BM_GRANULARITY));
+        offset = start + count;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    while ((len = drbd_rle_encode(hb, nbits, &pos, chunk,
+                                  DRBD_WIRE_MAX_BITMAP)) > 0) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_wire_put_bitmap(pkt, chunk, len);
+        ret = drbd_write_packet(peer->data, pkt, errp);
+        if (ret < 0) {
+            break;
+        }
+    }
+    hbitmap_free(hb);
+    return ret;
+}
+
+/* Receive the peer's bitmap; *@bytes: how much of the device it marks */
+static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, HBitmap **out,
+                                         uint64_t *bytes, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    uint64_t nbits = DIV_ROUND_UP(s->size, 1 << DRBD_BM_GRANULARITY);
+    HBitmap *hb = hbitmap_alloc(nbits, 0);
+    uint64_t pos = 0;
+
+    while (pos < nbits) {
+        g_autofree uint8_t *payload = NULL;
+        uint32_t len;
+
+        if (drbd_expect_packet(peer->data, DRBD_CMD_BITMAP, &payload, &len,
+                               errp) < 0 ||
+            drbd_rle_decode(payload, len, pos, hb, nbits, &pos, errp) < 0) {
+            hbitmap_free(hb);
+            return -EINVAL;
+        }
+    }
+    *bytes = hbitmap_count(hb) << DRBD_BM_GRANULARITY;
+    *out = hb;
+    return 0;
+}
+
+static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, HBitmap **theirs,
+                                              uint64_t *bytes, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+
+    if (s->node_id < s->peer_node_id) {
+        return drbd_send_bitmap(peer, errp) < 0 ? -EIO :
+               drbd_recv_bitmap(peer, theirs, bytes, errp);
+    }
+    if (drbd_recv_bitmap(peer, theirs, bytes, errp) < 0) {
+        return -EINVAL;
+    }
+    if (drbd_send_bitmap(peer, errp) < 0) {
+        hbitmap_free(*theirs);
+        *theirs = NULL;
+        return -EIO;
+    }
+    return 0;
+}
+
 /* Exchange sizes and states on the data channel */
 static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
 {
@@ -412,7 +497,8 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     };
     DrbdSizes theirs;
     DrbdStatePacket st;
-    uint64_t changes;
+    HBitmap *their_bm = NULL;
+    uint64_t changes, their_bytes = 0;
     uint32_t len;
     int ret;
 
@@ -463,6 +549,43 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
                    "changes that the primary peer lacks", changes / KiB);
         return -EINVAL;
     }
+
+    ret = drbd_exchange_bitmaps(peer, &their_bm, &their_bytes, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_mutex_lock(&s->lock);
+    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE &&
+        st.disk_state < DRBD_DISK_STATE_UP_TO_DATE &&
+        st.role != DRBD_ROLE_PRIMARY && their_bytes) {
+        /*
+         * Where the peer's data may differ from ours (it was a primary
+         * that crashed, or a resync to it was cut short), ours wins: its
+         * blocks join what we send it.
+         */
+        int64_t start = 0, count;
+
+        while (hbitmap_next_dirty_area(their_bm, start, INT64_MAX,
+                                       INT64_MAX, &start, &count)) {
+            uint64_t off = (uint64_t)start << DRBD_BM_GRANULARITY;
+
+            drbd_oos_set_locked(s, off,
+                                MIN((uint64_t)count << DRBD_BM_GRANULARITY,
+                                    s->size - off));
+            start += count;
+        }
+    } else if (s->disk < DRBD_DISK_STATE_UP_TO_DATE &&
+               st.disk_state == DRBD_DISK_STATE_UP_TO_DATE &&
+               !their_bytes && !hbitmap_count(s->oos)) {
+        /* Nothing of ours differs from the peer's up-to-date data */
+        qemu_mutex_unlock(&s->lock);
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_UP_TO_DATE, -1, -1,
+                       "no differences to the peer's data");
+        qemu_mutex_lock(&s->lock);
+    }
+    qemu_mutex_unlock(&s->lock);
+    hbitmap_free(their_bm);
+
     peer->role = st.role;
     peer->disk = st.disk_state;
     return 0;

@@ -36,10 +36,10 @@ void hmp_info_drbd(Monitor *mon, const QDict *qdict)
                        DrbdDiskState_str(i->disk),
                        DrbdDiskState_str(i->peer_disk));
         monitor_printf(mon, "    ns:%" PRIu64 " nr:%" PRIu64 " dw:%" PRIu64
-                       " dr:%" PRIu64 " lo:%u pe:%u ua:%u ap:%u ep:%u"
-                       " oos:%" PRIu64 "\n",
-                       c->ns, c->nr, c->dw, c->dr, c->lo, c->pe, c->ua,
-                       c->ap, c->ep, c->oos);
+                       " dr:%" PRIu64 " al:%" PRIu64 " bm:%" PRIu64
+                       " lo:%u pe:%u ua:%u ap:%u ep:%u oos:%" PRIu64 "\n",
+                       c->ns, c->nr, c->dw, c->dr, c->al, c->bm, c->lo,
+                       c->pe, c->ua, c->ap, c->ep, c->oos);
         if (i->resync) {
             monitor_printf(mon, "    resync: %" PRIu64 " of %" PRIu64
                            " bytes", i->resync->done, i->resync->total);

@@ -20,7 +20,10 @@
 #include "qemu/ratelimit.h"
 #include "qemu/thread.h"
 
+#include "al-cache.h"
+#include "md-format.h"
 #include "req.h"
+#include "rle.h"
 #include "wire.h"
 
 #define DRBD_BM_GRANULARITY     12      /* 4 KiB per out-of-sync bit */
@@ -38,6 +41,7 @@ typedef struct DrbdRequest {
     unsigned state;             /* DRBD_RQ_* (req.h), under s->lock */
     Coroutine *waiter;          /* the guest's coroutine, while it waits */
     bool in_tl;                 /* in the transfer log */
+    bool al_held;               /* its extents are held in the AL */
     bool guest_gone;            /* the guest's coroutine returned */
     QTAILQ_ENTRY(DrbdRequest) tl_next;
 } DrbdRequest;
@@ -155,6 +159,26 @@ struct BDRVDrbdState {
     /* Counters for query-drbd, in bytes (reported in KiB) */
     uint64_t ns, nr, dw, dr;
     uint32_t lo, pe, ua, ap;
+    /* ... and in transactions and blocks written */
+    uint64_t al_writes, bm_writes;
+
+    /*
+     * Metadata (meta.c): none if md_child is NULL.  md is the superblock
+     * as it is to be written next.
+     */
+    DrbdMetaDisk meta_disk;
+    BdrvChild *meta;            /* the external metadata child, if any */
+    BdrvChild *md_child;        /* bs->file or meta */
+    bool md_writable;           /* the node may write its metadata */
+    bool md_failed;             /* a metadata write failed */
+    uint64_t md_sb_offset;
+    DrbdSuperblock md;
+    unsigned long *bm_dirty;    /* on-disk bitmap blocks changed */
+    DrbdAlCache *al;            /* the activity log's hot extents */
+    uint64_t al_tr_number;      /* the last transaction written */
+    bool al_writing;            /* a transaction is being written */
+    CoQueue al_queue;           /* begins waiting for a transaction */
+    uint32_t al_recovered;      /* extents marked after an unclean stop */
 
     /* The connection: one peer for now */
     DrbdPeer *peer;
@@ -188,6 +212,25 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
+
+/* meta.c */
+void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
+void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
+                           uint64_t bytes);
+int coroutine_fn GRAPH_RDLOCK
+drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes);
+void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes);
+int64_t drbd_al_max_request(BDRVDrbdState *s);
+int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
+                              int64_t data_len, Error **errp);
+int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
+int GRAPH_RDLOCK drbd_md_note_role(BDRVDrbdState *s, DrbdRole role);
+void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
+void drbd_md_free(BDRVDrbdState *s);
+int coroutine_fn GRAPH_UNLOCKED
+drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
+               uint32_t al_extents, Error **errp);
+ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s);
 
 /* conn.c */
 int drbd_conn_start(BDRVDrbdState *s, Error **errp);

@@ -24,8 +24,11 @@
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/module.h"
+#include "qemu/option.h"
 #include "qemu/timer.h"
 #include "qobject/qdict.h"
+#include "qapi/qapi-visit-block-core.h"
+#include "system/block-backend.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -39,7 +42,7 @@
 static const char *const drbd_option_names[] = {
     "resource", "node-id", "peer-node-id", "role", "protocol",
     "connect-interval", "ping-interval", "ping-timeout", "max-epoch-size",
-    "resync-rate", "wfc-timeout",
+    "resync-rate", "wfc-timeout", "meta-disk",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
 
@@ -136,11 +139,28 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
     s->resync_rate = o->has_resync_rate ? o->resync_rate : 0;
+
+    s->meta_disk = o->has_meta_disk ? o->meta_disk :
+                   s->meta ? DRBD_META_DISK_EXTERNAL :
+                   DRBD_META_DISK_INTERNAL;
+    if (s->meta_disk == DRBD_META_DISK_EXTERNAL && !s->meta) {
+        error_setg(errp, "meta-disk=external needs a 'meta' child with the "
+                   "metadata");
+        return -EINVAL;
+    }
+    if (s->meta_disk != DRBD_META_DISK_EXTERNAL && s->meta) {
+        error_setg(errp, "a 'meta' child is given, but meta-disk is %s",
+                   DrbdMetaDisk_str(s->meta_disk));
+        error_append_hint(errp, "Leave meta-disk out (or set it to "
+                          "external) to use the 'meta' child.\n");
+        return -EINVAL;
+    }
     return 0;
 }
 
 static void drbd_free_state(BDRVDrbdState *s)
 {
+    drbd_md_free(s);
     g_clear_pointer(&s->oos, hbitmap_free);
     ratelimit_destroy(&s->resync_limit);
     qapi_free_SocketAddress(s->listen_addr);
@@ -176,18 +196,26 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     int ret;
 
     GLOBAL_STATE_CODE();
+    ERRP_GUARD();
 
     s->bs = bs;
     qemu_mutex_init(&s->lock);
     qemu_co_mutex_init(&s->reqs_lock);
     qemu_co_queue_init(&s->barrier_waiters);
     qemu_co_queue_init(&s->drain_queue);
+    qemu_co_queue_init(&s->al_queue);
     QTAILQ_INIT(&s->transfer_log);
     QLIST_INIT(&s->active_reqs);
     ratelimit_init(&s->resync_limit);
 
     ret = bdrv_open_file_child(NULL, options, "file", bs, errp);
     if (ret < 0) {
+        goto fail;
+    }
+    s->meta = bdrv_open_child(NULL, options, "meta", bs, &child_of_bds,
+                              BDRV_CHILD_METADATA, true, errp);
+    if (*errp) {
+        ret = -EINVAL;
         goto fail;
     }
 
@@ -220,14 +248,44 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         ret = -EINVAL;
         goto fail;
     }
-    s->size = size;
-    s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
-
     /*
-     * Without metadata on disk (yet), the local data is taken to be the
-     * newest: what a secondary lacks is what its primary recorded.
+     * Without metadata, the local data is taken to be the newest: what a
+     * secondary lacks is what its primary recorded.  With metadata, the
+     * metadata says (a primary's data counts as the newest, as with
+     * DRBD's forced promotion).
      */
     s->disk = DRBD_DISK_STATE_UP_TO_DATE;
+    s->md_writable = (flags & BDRV_O_RDWR) && !(flags & BDRV_O_INACTIVE);
+    if (s->meta_disk == DRBD_META_DISK_NONE) {
+        s->size = size;
+        s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
+    } else {
+        s->md_child = s->meta_disk == DRBD_META_DISK_EXTERNAL ? s->meta :
+                      bs->file;
+        bdrv_graph_rdlock_main_loop();
+        ret = drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
+                           DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, size, errp);
+        if (s->role == DRBD_ROLE_PRIMARY) {
+            s->disk = DRBD_DISK_STATE_UP_TO_DATE;
+        }
+        if (ret == 0 && s->md_writable) {
+            ret = drbd_md_open_commit(s, errp);
+        }
+        bdrv_graph_rdunlock_main_loop();
+        if (ret < 0) {
+            goto fail;
+        }
+        if (s->al_recovered && s->md_writable) {
+            warn_report("drbd node '%s' (resource %s) was not closed "
+                        "cleanly: the %" PRIu32 " extents of its activity "
+                        "log (%" PRIu64 " MiB) are marked out of sync",
+                        bdrv_get_node_name(bs), s->resource,
+                        s->al_recovered,
+                        (uint64_t)s->al_recovered * DRBD_AL_EXTENT_SIZE /
+                        MiB);
+        }
+    }
+
     s->peer_role = DRBD_ROLE_UNKNOWN;
     s->peer_disk = DRBD_DISK_STATE_DUNKNOWN;
     s->cstate = DRBD_CONN_STATE_STANDALONE;
@@ -258,6 +316,9 @@ static void drbd_close(BlockDriverState *bs)
     trace_drbd_close(bs);
     drbd_conn_stop(s);
     assert(QTAILQ_EMPTY(&s->transfer_log));
+    bdrv_graph_rdlock_main_loop();
+    drbd_md_close(s);
+    bdrv_graph_rdunlock_main_loop();
     drbd_free_state(s);
 }
 
@@ -285,15 +346,21 @@ void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s)
     }
 }
 
-/* Refuse guest I/O unless primary; say why once per refusal streak */
+/*
+ * Refuse guest I/O unless primary; say why once per refusal streak.
+ * Reads of a node that can neither write nor replicate (qemu-img info,
+ * compare or convert of a drbd image) are served whatever its role.
+ */
 static int drbd_check_primary(BDRVDrbdState *s, const char *what)
 {
+    bool inert = !s->listen_addr && !s->peer_addr &&
+                 bdrv_is_read_only(s->bs);
     DrbdRole role;
 
     qemu_mutex_lock(&s->lock);
     role = s->role;
     qemu_mutex_unlock(&s->lock);
-    if (role == DRBD_ROLE_PRIMARY) {
+    if (role == DRBD_ROLE_PRIMARY || (inert && !strcmp(what, "read"))) {
         s->refusal_reported = false;
         return 0;
     }
@@ -314,6 +381,9 @@ static int drbd_check_primary(BDRVDrbdState *s, const char *what)
 
 static void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
 {
+    if (req->al_held) {
+        drbd_al_end_io_locked(s, req->offset, req->bytes);
+    }
     g_free(req);
 }
 
@@ -325,7 +395,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
     trace_drbd_req_event(s->bs, req->id, drbd_req_event_name(ev),
                          req->state, actions);
     if (actions & DRBD_RA_MARK_OOS) {
-        hbitmap_set(s->oos, req->offset, req->bytes);
+        drbd_oos_set_locked(s, req->offset, req->bytes);
     }
     if (actions & DRBD_RA_COMPLETE) {
         /* Writes after this one may depend on it: they need a new epoch */
@@ -423,10 +493,20 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     reqlist_init_req(&s->active_reqs, &active, offset, bytes);
     qemu_co_mutex_unlock(&s->reqs_lock);
 
+    /* Its extents in the activity log before the write goes anywhere */
+    ret = drbd_al_begin_io(s, offset, bytes);
+    if (ret < 0) {
+        qemu_co_mutex_lock(&s->reqs_lock);
+        reqlist_remove_req(&active);
+        qemu_co_mutex_unlock(&s->reqs_lock);
+        return ret;
+    }
+
     req = g_new0(DrbdRequest, 1);
     req->s = s;
     req->offset = offset;
     req->bytes = bytes;
+    req->al_held = !!s->al;
     req->state = drbd_req_initial_state(s->protocol, flags & BDRV_REQ_FUA);
 
     peer = drbd_peer_get(s);
@@ -579,6 +659,8 @@ static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
 static void GRAPH_RDLOCK drbd_refresh_limits(BlockDriverState *bs,
                                              Error **errp)
 {
+    BDRVDrbdState *s = bs->opaque;
+
     bs->bl.request_alignment = MAX(bs->bl.request_alignment,
                                    DRBD_WIRE_ALIGN);
     bs->bl.max_transfer = MIN_NON_ZERO(bs->bl.max_transfer,
@@ -587,6 +669,13 @@ static void GRAPH_RDLOCK drbd_refresh_limits(BlockDriverState *bs,
                                             DRBD_WIRE_MAX_ZEROES);
     bs->bl.max_pdiscard = MIN_NON_ZERO(bs->bl.max_pdiscard,
                                        DRBD_WIRE_MAX_ZEROES);
+    if (s->al) {
+        /* A write's extents must fit in the activity log at once */
+        bs->bl.max_pwrite_zeroes = MIN(bs->bl.max_pwrite_zeroes,
+                                       drbd_al_max_request(s));
+        bs->bl.max_pdiscard = MIN(bs->bl.max_pdiscard,
+                                  drbd_al_max_request(s));
+    }
 }
 
 static int coroutine_fn GRAPH_RDLOCK
@@ -606,6 +695,177 @@ drbd_co_getlength(BlockDriverState *bs)
     BDRVDrbdState *s = bs->opaque;
 
     return s->size;
+}
+
+static ImageInfoSpecific * GRAPH_RDLOCK
+drbd_get_specific_info(BlockDriverState *bs, Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+    ImageInfoSpecific *info;
+
+    if (!s->md_child) {
+        return NULL;
+    }
+    info = g_new0(ImageInfoSpecific, 1);
+    info->type = IMAGE_INFO_SPECIFIC_KIND_DRBD;
+    info->u.drbd.data = drbd_md_info(s);
+    return info;
+}
+
+/*
+ * Image creation: the data (zeroes, as the file's creation left them)
+ * and fresh metadata
+ */
+static int coroutine_fn GRAPH_UNLOCKED
+drbd_co_create(BlockdevCreateOptions *create_options, Error **errp)
+{
+    BlockdevCreateOptionsDrbd *opts = &create_options->u.drbd;
+    BlockDriverState *file_bs = NULL, *meta_bs = NULL;
+    BlockBackend *file = NULL, *meta = NULL;
+    uint32_t al_extents = opts->has_al_extents ? opts->al_extents :
+                          DRBD_AL_EXTENTS_DEFAULT;
+    int ret;
+
+    assert(create_options->driver == BLOCKDEV_DRIVER_DRBD);
+    if (!QEMU_IS_ALIGNED(opts->size, DRBD_WIRE_ALIGN)) {
+        error_setg(errp, "the size of a drbd image must be a multiple of "
+                   "%d bytes", DRBD_WIRE_ALIGN);
+        return -EINVAL;
+    }
+    if (drbd_al_extents_valid(al_extents, errp) < 0) {
+        return -EINVAL;
+    }
+
+    file_bs = bdrv_co_open_blockdev_ref(opts->file, errp);
+    if (!file_bs) {
+        return -EIO;
+    }
+    file = blk_co_new_with_bs(file_bs, BLK_PERM_WRITE | BLK_PERM_RESIZE,
+                              BLK_PERM_ALL, errp);
+    if (!file) {
+        ret = -EPERM;
+        goto out;
+    }
+    blk_set_allow_write_beyond_eof(file, true);
+    if (opts->meta) {
+        meta_bs = bdrv_co_open_blockdev_ref(opts->meta, errp);
+        if (!meta_bs) {
+            ret = -EIO;
+            goto out;
+        }
+        meta = blk_co_new_with_bs(meta_bs, BLK_PERM_WRITE | BLK_PERM_RESIZE,
+                                  BLK_PERM_ALL, errp);
+        if (!meta) {
+            ret = -EPERM;
+            goto out;
+        }
+        blk_set_allow_write_beyond_eof(meta, true);
+    }
+
+    ret = drbd_md_create(file, meta, opts->size, al_extents, errp);
+
+out:
+    if (meta) {
+        blk_co_unref(meta);
+    }
+    if (file) {
+        blk_co_unref(file);
+    }
+    bdrv_co_unref(meta_bs);
+    bdrv_co_unref(file_bs);
+    return ret;
+}
+
+#define DRBD_OPT_AL_EXTENTS "al-extents"
+#define DRBD_OPT_META       "meta"
+
+static QemuOptsList drbd_create_opts = {
+    .name = "drbd-create-opts",
+    .head = QTAILQ_HEAD_INITIALIZER(drbd_create_opts.head),
+    .desc = {
+        {
+            .name = BLOCK_OPT_SIZE,
+            .type = QEMU_OPT_SIZE,
+            .help = "Bytes of data (the metadata comes on top)",
+        },
+        {
+            .name = DRBD_OPT_AL_EXTENTS,
+            .type = QEMU_OPT_NUMBER,
+            .help = "Activity-log extents of 4 MiB (7 to 6216)",
+            .def_value_str = stringify(DRBD_AL_EXTENTS_DEFAULT),
+        },
+        {
+            .name = DRBD_OPT_META,
+            .type = QEMU_OPT_STRING,
+            .help = "File name of external metadata (default: internal)",
+        },
+        { /* end of list */ }
+    }
+};
+
+static int coroutine_fn GRAPH_UNLOCKED
+drbd_co_create_opts(BlockDriver *drv, const char *filename, QemuOpts *opts,
+                    Error **errp)
+{
+    BlockdevCreateOptions *create_options = NULL;
+    BlockDriverState *bs = NULL, *meta_bs = NULL;
+    g_autofree char *meta_file = NULL;
+    QDict *qdict;
+    Visitor *v;
+    int ret;
+
+    meta_file = qemu_opt_get_del(opts, DRBD_OPT_META);
+    qdict = qemu_opts_to_qdict_filtered(opts, NULL, &drbd_create_opts, true);
+
+    /* The file (protocol layer), and the metadata file if external */
+    ret = bdrv_co_create_file(filename, opts, errp);
+    if (ret < 0) {
+        goto done;
+    }
+    bs = bdrv_co_open(filename, NULL, NULL,
+                      BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);
+    if (!bs) {
+        ret = -EIO;
+        goto done;
+    }
+    if (meta_file) {
+        ret = bdrv_co_create_file(meta_file, opts, errp);
+        if (ret < 0) {
+            goto done;
+        }
+        meta_bs = bdrv_co_open(meta_file, NULL, NULL,
+                               BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL,
+                               errp);
+        if (!meta_bs) {
+            ret = -EIO;
+            goto done;
+        }
+        qdict_put_str(qdict, "meta", meta_bs->node_name);
+    }
+
+    qdict_put_str(qdict, "driver", "drbd");
+    qdict_put_str(qdict, "file", bs->node_name);
+    v = qobject_input_visitor_new_flat_confused(qdict, errp);
+    if (!v) {
+        ret = -EINVAL;
+        goto done;
+    }
+    visit_type_BlockdevCreateOptions(v, NULL, &create_options, errp);
+    visit_free(v);
+    if (!create_options) {
+        ret = -EINVAL;
+        goto done;
+    }
+    create_options->u.drbd.size = ROUND_UP(create_options->u.drbd.size,
+                                           DRBD_WIRE_ALIGN);
+    ret = drbd_co_create(create_options, errp);
+
+done:
+    qobject_unref(qdict);
+    bdrv_co_unref(meta_bs);
+    bdrv_co_unref(bs);
+    qapi_free_BlockdevCreateOptions(create_options);
+    return ret;
 }
 
 static BlockDriver bdrv_drbd = {
@@ -628,6 +888,12 @@ static BlockDriver bdrv_drbd = {
 
     .bdrv_drain_begin           = drbd_drain_begin,
     .bdrv_drain_end             = drbd_drain_end,
+
+    .bdrv_get_specific_info     = drbd_get_specific_info,
+    .bdrv_co_create             = drbd_co_create,
+    .bdrv_co_create_opts        = drbd_co_create_opts,
+    .create_opts                = &drbd_create_opts,
+    .supports_backing           = false,
 };
 
 bool drbd_is_drbd_node(BlockDriverState *bs)

@@ -123,7 +123,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
         s->dw += ret == 0 ? a->p.bytes : 0;
     }
     if (a->cmd == DRBD_CMD_RS_DATA && ret == 0) {
-        hbitmap_reset(s->oos, a->p.offset, a->p.bytes);
+        drbd_oos_reset_locked(s, a->p.offset, a->p.bytes);
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -304,7 +304,7 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
         s->resync_total = 0;
         s->resync_done = 0;
     }
-    hbitmap_set(s->oos, range->offset, range->bytes);
+    drbd_oos_set_locked(s, range->offset, range->bytes);
     s->resync_total = hbitmap_count(s->oos);
     qemu_mutex_unlock(&s->lock);
 

@@ -182,7 +182,7 @@ void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd, const DrbdBlockAck *ack)
         s->pe--;
     }
     if (cmd == DRBD_CMD_WRITE_ACK) {
-        hbitmap_reset(s->oos, ack->offset, ack->bytes);
+        drbd_oos_reset_locked(s, ack->offset, ack->bytes);
         s->resync_done += ack->bytes;
         finished = hbitmap_count(s->oos) == 0 &&
                    s->cstate == DRBD_CONN_STATE_SYNC_SOURCE;

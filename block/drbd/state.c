@@ -81,6 +81,8 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     c->nr = s->nr / KiB;
     c->dw = s->dw / KiB;
     c->dr = s->dr / KiB;
+    c->al = s->al_writes;
+    c->bm = s->bm_writes;
     c->lo = s->lo;
     c->pe = s->pe;
     c->ua = s->ua;
@@ -136,6 +138,9 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     }
     drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
+    bdrv_graph_rdlock_main_loop();
+    drbd_md_note_role(s, DRBD_ROLE_PRIMARY);
+    bdrv_graph_rdunlock_main_loop();
     drbd_announce_role(s);
     return 0;
 }
@@ -146,6 +151,9 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     bdrv_drained_begin(s->bs);
     drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
     bdrv_drained_end(s->bs);
+    bdrv_graph_rdlock_main_loop();
+    drbd_md_note_role(s, DRBD_ROLE_SECONDARY);
+    bdrv_graph_rdunlock_main_loop();
     drbd_announce_role(s);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
+#include "rle.h"
 #include "wire.h"
 
 /* Payload layouts: offsets of the fields and sizes of the fixed parts */
@@ -109,6 +110,8 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_STATE_REQ]    = { "STATE_REQ", STATE_SIZE, STATE_SIZE },
     [DRBD_CMD_STATE_REPLY]  = { "STATE_REPLY", STATE_REPLY_SIZE,
                                 STATE_REPLY_SIZE },
+    [DRBD_CMD_BITMAP]       = { "BITMAP", DRBD_RLE_HEADER_SIZE + 1,
+                                DRBD_WIRE_MAX_BITMAP },
 };
 
 const char *drbd_cmd_name(uint16_t cmd)
@@ -320,6 +323,16 @@ void drbd_wire_put_empty(GByteArray *out, uint16_t cmd)
 
     put_header(buf, cmd, 0);
     g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_bitmap(GByteArray *out, const uint8_t *chunk, size_t len)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE];
+
+    assert(len > DRBD_RLE_HEADER_SIZE && len <= DRBD_WIRE_MAX_BITMAP);
+    put_header(buf, DRBD_CMD_BITMAP, len);
+    g_byte_array_append(out, buf, sizeof(buf));
+    g_byte_array_append(out, chunk, len);
 }
 
 /*

@@ -29,6 +29,9 @@
 #define DRBD_WIRE_MAX_DATA      (1 * MiB)
 #define DRBD_WIRE_MAX_PAYLOAD   (DRBD_WIRE_MAX_DATA + 64)
 
+/* The largest BITMAP payload: one run-length encoded chunk (rle.h) */
+#define DRBD_WIRE_MAX_BITMAP    (64 * KiB)
+
 /* The largest range of a ZEROES, DISCARD or block ack packet */
 #define DRBD_WIRE_MAX_ZEROES    (1 * GiB)
 
@@ -66,6 +69,8 @@ typedef enum DrbdCmd {
     /* cluster-wide state change: data channel asks, meta channel answers */
     DRBD_CMD_STATE_REQ      = 18,   /* may the sender take this state? */
     DRBD_CMD_STATE_REPLY    = 19,   /* DRBD_STATE_REPLY_* */
+    /* handshake, data channel: the out-of-sync bitmap, rle.h's chunks */
+    DRBD_CMD_BITMAP         = 20,
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -179,6 +184,8 @@ void drbd_wire_put_barrier(GByteArray *out, uint16_t cmd,
                            const DrbdBarrier *b);
 /* @cmd is PING, PING_ACK or RS_DONE: a header and no payload */
 void drbd_wire_put_empty(GByteArray *out, uint16_t cmd);
+/* A BITMAP packet carrying the @len bytes of an encoded chunk */
+void drbd_wire_put_bitmap(GByteArray *out, const uint8_t *chunk, size_t len);
 
 /*
  * Decode a header from exactly DRBD_WIRE_HEADER_SIZE bytes.  Fails on a

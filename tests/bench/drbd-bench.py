@@ -148,7 +148,8 @@ class Setup:
             self.wait_ready(front)
         elif kind.startswith('drbd-'):
             proto = kind[-1].lower()
-            common = f'driver=drbd,resource=bench,protocol={proto},'
+            common = (f'driver=drbd,resource=bench,protocol={proto},'
+                      'meta-disk=none,')
             self.start(workdir, 'back', [
                 '--blockdev', null('back-null'),
                 '--blockdev', common + 'node-name=back,file=back-null,'

@@ -28,6 +28,7 @@ static QDict *drbd_options(const char *path)
 
     qdict_put_str(opts, "driver", "drbd");
     qdict_put_str(opts, "role", "primary");
+    qdict_put_str(opts, "meta-disk", "none");
     qdict_put_str(opts, "file.driver", "file");
     qdict_put_str(opts, "file.filename", path);
     return opts;
@@ -148,12 +149,37 @@ static void test_missing_file(void)
     error_free(err);
 }
 
+/* A plain file is not a drbd image unless told there is no metadata */
+static void test_no_metadata(void)
+{
+    g_autofree char *path = NULL;
+    int fd = g_file_open_tmp("test-drbd-XXXXXX", &path, NULL);
+    QDict *opts;
+    Error *err = NULL;
+    BlockBackend *blk;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, IMG_SIZE), ==, 0);
+    close(fd);
+
+    opts = drbd_options(path);
+    qdict_del(opts, "meta-disk");
+    blk = blk_new_open(NULL, NULL, opts, BDRV_O_RDWR, &err);
+    g_assert_null(blk);
+    g_assert_nonnull(err);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "holds no usable drbd metadata"));
+    error_free(err);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     bdrv_init();
     qemu_init_main_loop(&error_abort);
     g_test_init(&argc, &argv, NULL);
 
+    g_test_add_func("/drbd/driver/no-metadata", test_no_metadata);
     g_test_add("/drbd/driver/size", Fixture, NULL,
                fixture_setup, test_size, fixture_teardown);
     g_test_add("/drbd/driver/write-lands-in-image", Fixture, NULL,

@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bswap.h"
+#include "../../block/drbd/rle.h"
 #include "../../block/drbd/wire.h"
 
 /*
@@ -617,6 +618,37 @@ static void test_round_trip_empty(void)
         g_assert_cmpuint(pkt->len, ==, HDR);
         check_header(pkt, empty_cmds[i]);
     }
+}
+
+/* BITMAP carries an encoded chunk as it is; its length is bounded */
+static void test_bitmap(void)
+{
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    uint8_t chunk[DRBD_RLE_HEADER_SIZE + 1] = { 0 };
+    uint8_t hdr[HDR];
+    Error *err = NULL;
+    DrbdHeader h;
+
+    chunk[15] = 8;      /* nbits */
+    chunk[24] = 8;      /* one run of 8 zero bits */
+    drbd_wire_put_bitmap(out, chunk, sizeof(chunk));
+    g_assert_cmpuint(out->len, ==, HDR + sizeof(chunk));
+    g_assert_cmpint(drbd_wire_get_header(out->data, &h, &error_abort), ==,
+                    0);
+    g_assert_cmpuint(h.cmd, ==, DRBD_CMD_BITMAP);
+    g_assert_cmpuint(h.length, ==, sizeof(chunk));
+    g_assert(memcmp(out->data + HDR, chunk, sizeof(chunk)) == 0);
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_BITMAP), ==, "BITMAP");
+
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_BITMAP, 0,
+                DRBD_WIRE_MAX_BITMAP);
+    g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==, 0);
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_BITMAP, 0,
+                DRBD_WIRE_MAX_BITMAP + 1);
+    assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_BITMAP, 0,
+                DRBD_RLE_HEADER_SIZE);
+    assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
 }
 
 static void test_header_invalid(void)
@@ -1300,6 +1332,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/round-trip/barrier", test_round_trip_barrier);
     g_test_add_func("/drbd-wire/round-trip/empty", test_round_trip_empty);
     g_test_add_func("/drbd-wire/header/invalid", test_header_invalid);
+    g_test_add_func("/drbd-wire/bitmap", test_bitmap);
     g_test_add_func("/drbd-wire/data/invalid", test_data_invalid);
     g_test_add_func("/drbd-wire/block-ack/invalid", test_block_ack_invalid);
     g_test_add_func("/drbd-wire/barrier/invalid", test_barrier_invalid);

@@ -1,0 +1,688 @@
+/*
+ * DRBD-style replicated block device: metadata on disk
+ *
+ * The superblock, the out-of-sync bitmap and the activity log, read at
+ * open, kept up to date while the node runs, and left clean at close.
+ * The byte layout is md-format.c's (docs/interop/drbd-metadata.rst); the
+ * hot-extent bookkeeping is al-cache.c's.  This file does the I/O and
+ * the ordering that makes the metadata crash safe:
+ *
+ * - a guest write on the primary is issued only once every 4 MiB extent
+ *   it touches is in the on-disk activity log (drbd_al_begin_io()), and
+ *   its extents stay there until the write is done with both the local
+ *   disk and the peer (drbd_al_end_io());
+ * - before the transaction that evicts an extent is written, that
+ *   extent's part of the bitmap is written (if it changed);
+ * - so after a crash, every bit set in memory is either on disk or in an
+ *   extent of the activity log, and marking the logged extents out of
+ *   sync at the next open loses nothing.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "qemu/bitmap.h"
+#include "qemu/error-report.h"
+#include "qemu/guest-random.h"
+#include "system/block-backend.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+/* Bytes of data one 4 KiB block of the on-disk bitmap covers */
+#define DRBD_BM_BLOCK_SPAN  ((uint64_t)DRBD_MD_BM_BLOCK_SIZE * 8 * \
+                             (1 << DRBD_BM_GRANULARITY))
+
+/*
+ * Changes of the out-of-sync bitmap, marking the on-disk blocks they
+ * touch as changed.  Under s->lock.
+ */
+static void drbd_bm_dirty_locked(BDRVDrbdState *s, uint64_t offset,
+                                 uint64_t bytes)
+{
+    uint64_t first, last;
+
+    if (!s->md_child || !bytes) {
+        return;
+    }
+    first = offset / DRBD_BM_BLOCK_SPAN;
+    last = (offset + bytes - 1) / DRBD_BM_BLOCK_SPAN;
+    bitmap_set(s->bm_dirty, first, last - first + 1);
+}
+
+void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes)
+{
+    hbitmap_set(s->oos, offset, bytes);
+    drbd_bm_dirty_locked(s, offset, bytes);
+}
+
+void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
+                           uint64_t bytes)
+{
+    hbitmap_reset(s->oos, offset, bytes);
+    drbd_bm_dirty_locked(s, offset, bytes);
+}
+
+/* The on-disk form of bitmap block @i, under s->lock */
+static void drbd_bm_block_serialize_locked(BDRVDrbdState *s, uint64_t i,
+                                           uint8_t *buf)
+{
+    uint64_t start = i * DRBD_BM_BLOCK_SPAN;
+    uint64_t count = MIN(DRBD_BM_BLOCK_SPAN, s->size - start);
+
+    memset(buf, 0, DRBD_MD_BM_BLOCK_SIZE);
+    hbitmap_serialize_part(s->oos, buf, start, count);
+}
+
+/*
+ * The metadata is written from coroutines (the write path) and outside
+ * (open, close, role changes): hence the mixed bdrv_pwrite().
+ */
+static int GRAPH_RDLOCK
+drbd_md_write_block(BDRVDrbdState *s, uint64_t offset, const uint8_t *buf,
+                    BdrvRequestFlags flags)
+{
+    int ret = bdrv_pwrite(s->md_child, offset, DRBD_MD_BLOCK_SIZE, buf,
+                          flags);
+
+    trace_drbd_md_write(s->bs, offset, ret);
+    return ret;
+}
+
+/* A failure to write metadata: what the node promised can't be kept */
+static void drbd_md_failed(BDRVDrbdState *s, int ret, const char *what)
+{
+    if (!s->md_failed) {
+        error_report("drbd node '%s' (resource %s): writing the %s to its "
+                     "metadata failed: %s; guest writes fail from now on",
+                     bdrv_get_node_name(s->bs), s->resource, what,
+                     strerror(-ret));
+    }
+    s->md_failed = true;
+}
+
+/*
+ * Write the changed bitmap blocks among @blocks (all of them if NULL),
+ * durably.  Called without s->lock.
+ */
+static int GRAPH_RDLOCK
+drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
+{
+    g_autofree uint8_t *buf = qemu_blockalign(s->md_child->bs,
+                                              DRBD_MD_BM_BLOCK_SIZE);
+    uint64_t nblocks = DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN);
+    uint64_t i, k;
+    int ret;
+
+    for (k = 0; k < (blocks ? n : nblocks); k++) {
+        i = blocks ? blocks[k] : k;
+        qemu_mutex_lock(&s->lock);
+        if (!test_bit(i, s->bm_dirty)) {
+            qemu_mutex_unlock(&s->lock);
+            continue;
+        }
+        drbd_bm_block_serialize_locked(s, i, buf);
+        clear_bit(i, s->bm_dirty);
+        qemu_mutex_unlock(&s->lock);
+
+        ret = drbd_md_write_block(s, s->md.bm_offset +
+                                  i * DRBD_MD_BM_BLOCK_SIZE, buf, 0);
+        qemu_mutex_lock(&s->lock);
+        if (ret < 0) {
+            set_bit(i, s->bm_dirty);
+            qemu_mutex_unlock(&s->lock);
+            return ret;
+        }
+        s->bm_writes++;
+        qemu_mutex_unlock(&s->lock);
+    }
+    return 0;
+}
+
+/* Write the superblock as s->md says, durably */
+static int GRAPH_RDLOCK drbd_md_write_sb(BDRVDrbdState *s)
+{
+    g_autofree uint8_t *buf = qemu_blockalign(s->md_child->bs,
+                                              DRBD_MD_BLOCK_SIZE);
+    DrbdSuperblock sb;
+
+    qemu_mutex_lock(&s->lock);
+    sb = s->md;
+    sb.al_tr_number = s->al_tr_number;
+    sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE);
+    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE) {
+        sb.flags |= DRBD_MDF_WAS_UP_TO_DATE;
+    }
+    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE ||
+        s->disk == DRBD_DISK_STATE_CONSISTENT ||
+        s->disk == DRBD_DISK_STATE_OUTDATED) {
+        sb.flags |= DRBD_MDF_CONSISTENT;
+    }
+    qemu_mutex_unlock(&s->lock);
+    drbd_md_sb_encode(&sb, buf);
+    return drbd_md_write_block(s, s->md_sb_offset, buf, BDRV_REQ_FUA);
+}
+
+/*
+ * Write one activity-log transaction with the queued updates.  Entered
+ * and left with s->lock held, by the one coroutine that set
+ * s->al_writing.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_al_write_transaction_locked(BDRVDrbdState *s)
+{
+    DrbdAlCacheUpdate upd[DRBD_AL_CACHE_MAX_UPDATES];
+    uint64_t bm_blocks[DRBD_AL_CACHE_MAX_UPDATES];
+    g_autofree uint32_t *slots = g_new(uint32_t, s->md.al_extents);
+    g_autofree DrbdAlTransaction *tr = g_new0(DrbdAlTransaction, 1);
+    g_autofree uint8_t *buf = NULL;
+    unsigned n, i, nbm = 0;
+    uint32_t start, size;
+    int ret;
+
+    n = drbd_al_cache_prepare(s->al, upd);
+    if (!n) {
+        return 0;
+    }
+    s->al_writing = true;
+
+    /* The context: every slot's content after this transaction */
+    drbd_al_cache_slots(s->al, slots);
+    tr->tr_number = s->al_tr_number + 1;
+    tr->al_extents = s->md.al_extents;
+    tr->n_updates = n;
+    for (i = 0; i < n; i++) {
+        tr->updates[i].slot = upd[i].slot;
+        tr->updates[i].extent = upd[i].new_extent;
+        slots[upd[i].slot] = upd[i].new_extent;
+        if (upd[i].old_extent != DRBD_AL_EXTENT_NONE) {
+            bm_blocks[nbm++] = (uint64_t)upd[i].old_extent *
+                               DRBD_AL_EXTENT_SIZE / DRBD_BM_BLOCK_SPAN;
+        }
+    }
+    drbd_al_next_context(tr->tr_number, s->md.al_extents, s->md.al_blocks,
+                         &start, &size);
+    tr->context_start = start;
+    tr->context_size = size;
+    for (i = 0; i < size; i++) {
+        tr->context[i] = slots[(start + i) % s->md.al_extents];
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    /* The evicted extents' bitmap first, then the transaction */
+    ret = drbd_bm_write_blocks(s, bm_blocks, nbm);
+    if (ret == 0 && nbm) {
+        ret = bdrv_flush(s->md_child->bs);
+    }
+    if (ret == 0) {
+        buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BLOCK_SIZE);
+        drbd_al_tr_encode(tr, buf);
+        ret = drbd_md_write_block(s, s->md.al_offset +
+                                  (tr->tr_number % s->md.al_blocks) *
+                                  DRBD_MD_BLOCK_SIZE, buf, BDRV_REQ_FUA);
+    }
+    trace_drbd_al_transaction(s->bs, tr->tr_number, n, nbm, ret);
+
+    qemu_mutex_lock(&s->lock);
+    if (ret < 0) {
+        drbd_al_cache_abort(s->al);
+        drbd_md_failed(s, ret, "activity log");
+    } else {
+        drbd_al_cache_commit(s->al);
+        s->al_tr_number = tr->tr_number;
+        s->al_writes++;
+    }
+    s->al_writing = false;
+    qemu_co_queue_restart_all(&s->al_queue);
+    return ret;
+}
+
+static void drbd_al_range(int64_t offset, int64_t bytes, uint32_t *first,
+                          uint32_t *last)
+{
+    *first = offset / DRBD_AL_EXTENT_SIZE;
+    *last = (offset + bytes - 1) / DRBD_AL_EXTENT_SIZE;
+}
+
+static bool drbd_al_all_hot_locked(BDRVDrbdState *s, uint32_t first,
+                                   uint32_t last)
+{
+    uint32_t e;
+
+    for (e = first; e <= last; e++) {
+        if (!drbd_al_cache_is_hot(s->al, e)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * A guest write to [@offset, @offset + @bytes) is about to be issued:
+ * return once its extents are in the on-disk activity log, or fail with
+ * -EIO if the metadata can't be written.  The caller owes a
+ * drbd_al_end_io() for the same range once the write is done with the
+ * local disk and the peer.
+ */
+int coroutine_fn GRAPH_RDLOCK
+drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
+{
+    DrbdAlBeginResult r;
+    uint32_t first, last;
+    int ret = 0;
+
+    if (!s->al) {
+        return 0;
+    }
+    drbd_al_range(offset, bytes, &first, &last);
+
+    qemu_mutex_lock(&s->lock);
+    for (;;) {
+        if (s->md_failed) {
+            qemu_mutex_unlock(&s->lock);
+            return -EIO;
+        }
+        r = drbd_al_cache_begin_range(s->al, first, last);
+        if (r != DRBD_AL_BUSY) {
+            break;
+        }
+        qemu_co_queue_wait(&s->al_queue, &s->lock);
+    }
+
+    /* Our extents are hot, or queued: see that a transaction takes them */
+    while (r != DRBD_AL_HOT && !drbd_al_all_hot_locked(s, first, last)) {
+        if (s->md_failed) {
+            /* The failed transaction dropped our references */
+            ret = -EIO;
+            break;
+        }
+        if (s->al_writing) {
+            qemu_co_queue_wait(&s->al_queue, &s->lock);
+        } else {
+            drbd_al_write_transaction_locked(s);
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* The write drbd_al_begin_io() let through is done.  Under s->lock. */
+void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes)
+{
+    uint32_t first, last;
+
+    if (!s->al || s->md_failed) {
+        return;
+    }
+    drbd_al_range(offset, bytes, &first, &last);
+    drbd_al_cache_end_range(s->al, first, last);
+    qemu_co_queue_restart_all(&s->al_queue);
+}
+
+/* The most bytes one write may span so that its extents fit one begin */
+int64_t drbd_al_max_request(BDRVDrbdState *s)
+{
+    if (!s->al) {
+        return 0;
+    }
+    return (int64_t)(drbd_al_cache_max_range(s->al) - 1) *
+           DRBD_AL_EXTENT_SIZE;
+}
+
+/*
+ * Open
+ */
+
+static int GRAPH_RDLOCK drbd_md_read(BDRVDrbdState *s, uint64_t offset,
+                                     uint64_t bytes, uint8_t *buf,
+                                     const char *what, Error **errp)
+{
+    int ret = bdrv_pread(s->md_child, offset, bytes, buf, 0);
+
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the drbd %s of '%s'",
+                         what, s->md_child->bs->filename);
+    }
+    return ret;
+}
+
+/*
+ * Read and check the metadata of s->md_child, and set up the bitmap and
+ * the activity log from it.  Writes nothing: drbd_md_open_commit() does,
+ * once the whole open has succeeded.
+ */
+int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
+                              int64_t data_len, Error **errp)
+{
+    g_autofree uint8_t *sb_buf = NULL;
+    g_autofree uint8_t *bm_buf = NULL;
+    g_autofree uint8_t *ring = NULL;
+    g_autofree uint32_t *slots = NULL;
+    Error *local_err = NULL;
+    DrbdMdLayout layout;
+    uint64_t sb_offset, last_tr = 0, nextents;
+    int64_t len;
+    bool found = false;
+    uint32_t i;
+    int ret;
+
+    len = bdrv_getlength(s->md_child->bs);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "Could not get the size of '%s'",
+                         s->md_child->bs->filename);
+        return len;
+    }
+    if (drbd_md_sb_offset(placement, len, &sb_offset, errp) < 0) {
+        goto not_drbd;
+    }
+    sb_buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BLOCK_SIZE);
+    ret = drbd_md_read(s, sb_offset, DRBD_MD_BLOCK_SIZE, sb_buf,
+                       "superblock", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (drbd_md_sb_decode(sb_buf, DRBD_MD_BLOCK_SIZE, &s->md, errp) < 0 ||
+        drbd_md_layout_check(&s->md, len, &layout, errp) < 0) {
+        goto not_drbd;
+    }
+    if (s->md.placement != placement) {
+        error_setg(errp, "the metadata of '%s' is %s, but meta-disk is %s",
+                   s->md_child->bs->filename,
+                   s->md.placement == DRBD_MD_INTERNAL ? "internal" :
+                   "external", DrbdMetaDisk_str(s->meta_disk));
+        return -EINVAL;
+    }
+    if (placement == DRBD_MD_EXTERNAL && data_len < s->md.data_size) {
+        error_setg(errp, "'%s' has %" PRId64 " bytes, less than the %"
+                   PRIu64 " bytes of data its metadata describes",
+                   s->bs->file->bs->filename, data_len, s->md.data_size);
+        return -EINVAL;
+    }
+    s->md_sb_offset = sb_offset;
+    s->size = s->md.data_size;
+    s->disk = (s->md.flags & DRBD_MDF_WAS_UP_TO_DATE) ?
+              DRBD_DISK_STATE_UP_TO_DATE :
+              (s->md.flags & DRBD_MDF_CONSISTENT) ?
+              DRBD_DISK_STATE_CONSISTENT : DRBD_DISK_STATE_INCONSISTENT;
+
+    /* The bitmap */
+    s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
+    s->bm_dirty = bitmap_new(DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN) ?: 1);
+    if (s->size) {
+        bm_buf = qemu_try_blockalign(s->md_child->bs, layout.bm_bytes);
+        if (!bm_buf) {
+            error_setg(errp, "Could not allocate %" PRIu64 " bytes for the "
+                       "out-of-sync bitmap", layout.bm_bytes);
+            return -ENOMEM;
+        }
+        ret = drbd_md_read(s, s->md.bm_offset, layout.bm_bytes, bm_buf,
+                           "bitmap", errp);
+        if (ret < 0) {
+            return ret;
+        }
+        hbitmap_deserialize_part(s->oos, bm_buf, 0, s->size, true);
+    }
+
+    /* The activity log */
+    ring = qemu_blockalign(s->md_child->bs,
+                           (size_t)s->md.al_blocks * DRBD_MD_BLOCK_SIZE);
+    ret = drbd_md_read(s, s->md.al_offset,
+                       (uint64_t)s->md.al_blocks * DRBD_MD_BLOCK_SIZE, ring,
+                       "activity log", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    slots = g_new(uint32_t, s->md.al_extents);
+    nextents = drbd_md_al_extent_count(s->size);
+    if (drbd_al_recover(ring, (size_t)s->md.al_blocks * DRBD_MD_BLOCK_SIZE,
+                        s->md.al_extents, s->md.al_blocks, slots, &last_tr,
+                        &found, &local_err) < 0) {
+        /* What the log covered is unknown: all of it is out of sync */
+        warn_reportf_err(local_err, "drbd node '%s': ",
+                         bdrv_get_node_name(s->bs));
+        error_printf("The whole device is marked out of sync.\n");
+        local_err = NULL;
+        for (i = 0; i < s->md.al_extents; i++) {
+            slots[i] = DRBD_AL_EXTENT_NONE;
+        }
+        drbd_oos_set_locked(s, 0, s->size);
+        found = false;
+    }
+    for (i = 0; i < s->md.al_extents; i++) {
+        if (slots[i] != DRBD_AL_EXTENT_NONE && slots[i] >= nextents) {
+            error_setg(errp, "the activity log of '%s' holds extent %" PRIu32
+                       ", beyond the %" PRIu64 " extents of the device: "
+                       "the metadata is damaged", s->md_child->bs->filename,
+                       slots[i], nextents);
+            return -EINVAL;
+        }
+    }
+    s->al_tr_number = found ? last_tr : s->md.al_tr_number;
+
+    if (!(s->md.flags & DRBD_MDF_AL_CLEAN)) {
+        /*
+         * The node stopped without closing: what the logged extents hold
+         * may differ from the peer's, whichever way
+         */
+        uint32_t n = 0;
+
+        for (i = 0; i < s->md.al_extents; i++) {
+            if (slots[i] != DRBD_AL_EXTENT_NONE) {
+                uint64_t off = (uint64_t)slots[i] * DRBD_AL_EXTENT_SIZE;
+
+                drbd_oos_set_locked(s, off, MIN(DRBD_AL_EXTENT_SIZE,
+                                                s->size - off));
+                n++;
+            }
+        }
+        if (s->md.flags & DRBD_MDF_PRIMARY_IND) {
+            s->md.flags |= DRBD_MDF_CRASHED_PRIMARY;
+        }
+        /* Our data may be newer or older than the peer's there */
+        if (n && s->disk > DRBD_DISK_STATE_CONSISTENT) {
+            s->disk = DRBD_DISK_STATE_CONSISTENT;
+        }
+        s->al_recovered = n;
+        trace_drbd_al_recovered(s->bs, n, s->al_tr_number);
+    }
+
+    s->al = drbd_al_cache_new(s->md.al_extents);
+    if (drbd_al_cache_load(s->al, slots, errp) < 0) {
+        return -EINVAL;
+    }
+    return 0;
+
+not_drbd:
+    error_prepend(errp, "'%s' holds no usable drbd metadata: ",
+                  s->md_child->bs->filename);
+    error_append_hint(errp, "Create drbd images with 'qemu-img create -f "
+                      "drbd', or open the node with meta-disk=none.\n");
+    return -EINVAL;
+}
+
+/*
+ * The open succeeded: the metadata says from now on that the node runs
+ * (no clean activity log).  Only for a writable node.
+ */
+int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
+{
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    s->md.flags &= ~DRBD_MDF_AL_CLEAN;
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        s->md.flags |= DRBD_MDF_PRIMARY_IND;
+    }
+    qemu_mutex_unlock(&s->lock);
+    ret = drbd_md_write_sb(s);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the drbd superblock "
+                         "of '%s'", s->md_child->bs->filename);
+    }
+    return ret;
+}
+
+/* The role changed: record whether this node is primary */
+int GRAPH_RDLOCK drbd_md_note_role(BDRVDrbdState *s, DrbdRole role)
+{
+    int ret;
+
+    if (!s->md_child || !s->md_writable) {
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    if (role == DRBD_ROLE_PRIMARY) {
+        s->md.flags |= DRBD_MDF_PRIMARY_IND;
+    } else {
+        s->md.flags &= ~DRBD_MDF_PRIMARY_IND;
+    }
+    qemu_mutex_unlock(&s->lock);
+    ret = drbd_md_write_sb(s);
+    if (ret < 0) {
+        qemu_mutex_lock(&s->lock);
+        drbd_md_failed(s, ret, "superblock");
+        qemu_mutex_unlock(&s->lock);
+    }
+    return ret;
+}
+
+/*
+ * Clean close: the bitmap on disk, then a superblock that says the
+ * activity log need not be replayed.  No guest write is in flight.
+ */
+void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
+{
+    int ret;
+
+    if (!s->md_child || !s->md_writable || s->md_failed) {
+        return;
+    }
+    ret = drbd_bm_write_blocks(s, NULL, 0);
+    if (ret == 0) {
+        ret = bdrv_flush(s->md_child->bs);
+    }
+    if (ret == 0) {
+        qemu_mutex_lock(&s->lock);
+        s->md.flags |= DRBD_MDF_AL_CLEAN;
+        s->md.flags &= ~(DRBD_MDF_PRIMARY_IND | DRBD_MDF_CRASHED_PRIMARY);
+        qemu_mutex_unlock(&s->lock);
+        ret = drbd_md_write_sb(s);
+    }
+    if (ret < 0) {
+        error_report("drbd node '%s': could not leave its metadata clean: "
+                     "%s; the next open resyncs the activity log",
+                     bdrv_get_node_name(s->bs), strerror(-ret));
+    }
+}
+
+void drbd_md_free(BDRVDrbdState *s)
+{
+    g_clear_pointer(&s->al, drbd_al_cache_free);
+    g_clear_pointer(&s->bm_dirty, g_free);
+}
+
+/*
+ * Create: fresh metadata over @file (and @meta, for external metadata)
+ */
+int coroutine_fn GRAPH_UNLOCKED
+drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
+               uint32_t al_extents, Error **errp)
+{
+    BlockBackend *md_blk = meta ?: file;
+    g_autofree uint8_t *buf = NULL;
+    DrbdSuperblock sb;
+    DrbdMdLayout layout;
+    uint64_t uuid;
+    int ret;
+
+    if (meta) {
+        ret = drbd_md_layout_external(data_size, al_extents, &layout, errp);
+    } else {
+        ret = drbd_md_layout_internal(data_size, al_extents, &layout, errp);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+
+    if (meta) {
+        ret = blk_co_truncate(file, data_size, false, PREALLOC_MODE_OFF, 0,
+                              errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    ret = blk_co_truncate(md_blk, layout.image_size, false,
+                          PREALLOC_MODE_OFF, 0, errp);
+    if (ret < 0) {
+        return ret;
+    }
+
+    /* An empty bitmap and activity log, then the superblock */
+    ret = blk_co_pwrite_zeroes(md_blk, layout.bm_offset, layout.bm_bytes, 0);
+    if (ret == 0) {
+        ret = blk_co_pwrite_zeroes(md_blk, layout.al_offset,
+                                   (int64_t)layout.al_blocks *
+                                   DRBD_MD_BLOCK_SIZE, 0);
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the drbd metadata");
+        return ret;
+    }
+
+    qemu_guest_getrandom_nofail(&uuid, sizeof(uuid));
+    drbd_md_sb_init(&sb, &layout, 0, uuid);
+    /*
+     * All zeroes, as a fresh peer's: the two are in sync from the start,
+     * without a full resync (as DRBD's two just-created devices)
+     */
+    sb.flags |= DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE;
+    buf = qemu_blockalign(blk_bs(md_blk), DRBD_MD_BLOCK_SIZE);
+    drbd_md_sb_encode(&sb, buf);
+    ret = blk_co_pwrite(md_blk, layout.sb_offset, DRBD_MD_BLOCK_SIZE, buf,
+                        BDRV_REQ_FUA);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the drbd superblock");
+        return ret;
+    }
+    return 0;
+}
+
+/* What qemu-img info shows */
+ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
+{
+    ImageInfoSpecificDrbd *info = g_new0(ImageInfoSpecificDrbd, 1);
+    g_auto(GStrv) flags = NULL;
+    g_autofree char *flags_str = NULL;
+    strList **tail;
+    int i;
+
+    qemu_mutex_lock(&s->lock);
+    info->placement = s->meta_disk;
+    info->data_size = s->md.data_size;
+    flags_str = drbd_md_flags_str(s->md.flags);
+    flags = g_strsplit(flags_str, ",", -1);
+    tail = &info->flags;
+    for (i = 0; flags[i]; i++) {
+        if (flags[i][0]) {
+            QAPI_LIST_APPEND(tail, g_strdup(flags[i]));
+        }
+    }
+    info->device_uuid = g_strdup_printf("%016" PRIX64, s->md.device_uuid);
+    info->current_uuid = g_strdup_printf("%016" PRIX64, s->md.uuid_current);
+    info->bitmap_uuid = g_strdup_printf("%016" PRIX64, s->md.uuid_bitmap);
+    tail = &info->history_uuids;
+    for (i = 0; i < ARRAY_SIZE(s->md.uuid_history); i++) {
+        QAPI_LIST_APPEND(tail, g_strdup_printf("%016" PRIX64,
+                                               s->md.uuid_history[i]));
+    }
+    info->out_of_sync = hbitmap_count(s->oos);
+    info->al_extents = s->md.al_extents;
+    info->al_active = s->al ? drbd_al_cache_nr_hot(s->al) : 0;
+    qemu_mutex_unlock(&s->lock);
+    return info;
+}

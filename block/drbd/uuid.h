@@ -1,0 +1,429 @@
+/*
+ * DRBD-style replication: generation UUIDs, the connect-time sync
+ * decision and the split-brain recovery policies
+ *
+ * Pure code: no I/O, no QEMU globals.  Random values come from the
+ * caller, so that every outcome here is deterministic and testable.
+ *
+ * Generation UUIDs
+ * ================
+ *
+ * Every node keeps four 64-bit generation UUIDs with its metadata:
+ *
+ *   current     names the data generation on this disk; a new one is
+ *               made when the data starts to change without the peer
+ *               (a primary whose peer's disk is gone)
+ *   bitmap      while not 0: the current UUID at the moment the peer
+ *               stopped receiving our writes; the out-of-sync bitmap
+ *               holds every block changed since that generation
+ *   history[0]  the two bitmap UUIDs before that, newest first: older
+ *   history[1]  generations this disk has been in sync with
+ *
+ * 0 means "no generation".  A freshly created device has current =
+ * DRBD_UUID_JUST_CREATED and all else 0.  The lowest bit of a current
+ * UUID is not part of its value: it is set while the node is primary
+ * (DRBD_UUID_PRIMARY_FLAG), so that a bitmap UUID made from it tells
+ * whether the node was already primary when it lost its peer.  Every
+ * comparison below masks that bit off.
+ *
+ * The decision table (drbd_uuid_compare)
+ * ======================================
+ *
+ * "self" is this node, "peer" the other; "=" compares without the flag
+ * bit.  The rules are tried in this order; the first that matches
+ * decides, and its number is reported (the numbers are DRBD's, so that
+ * traces read the same):
+ *
+ *   10  both currents are "just created": nothing was ever written on
+ *       either side.  EQUAL, no resync.
+ *   20  our current is "just created" (or 0), the peer's is not: the
+ *       peer has data, we have none.  FULL_TARGET.
+ *   30  the mirror image of 20.  FULL_SOURCE.
+ *
+ *   Equal currents: both disks hold the same generation.
+ *   34  our bitmap UUID is set, the peer's is 0, and our bitmap and
+ *       history[0] are the peer's history[0] and history[1]: we were
+ *       sync source and did not record the end of the resync that the
+ *       peer did record.  We are SOURCE (what is left in our bitmap);
+ *       drbd_uuid_repair() moves our bitmap UUID to the history.
+ *   35  the mirror image of 34: the peer missed the end of a resync in
+ *       which we were target.  TARGET; drbd_uuid_repair() fixes our
+ *       copy of the peer's UUIDs.
+ *   36  our bitmap UUID is set, the peer's is 0, without the history
+ *       pattern of 34: the peer did not record the sync UUID of a
+ *       resync we started.  SOURCE.
+ *   37  the mirror image of 36.  TARGET.
+ *   40  otherwise: both stopped in the same generation.  Who was
+ *       primary when it crashed (it may have written blocks, noted in
+ *       its activity log, that the peer lacks) becomes SOURCE; if
+ *       neither, EQUAL; if both, the node that does not resolve
+ *       conflicts is SOURCE and the one that does is TARGET.
+ *
+ *   Different currents:
+ *   50  our current is the peer's bitmap UUID: the peer changed data
+ *       since it lost us, we did not.  TARGET, bitmap based.
+ *   51  our current is the peer's history[0] and our history[0] is its
+ *       history[1]: as 50, but the peer had started a resync to us (and
+ *       moved its bitmap UUID to the history) and its sync UUID never
+ *       reached us.  TARGET; drbd_uuid_repair() undoes that start in
+ *       our copy of the peer's UUIDs.
+ *   60  our current is in the peer's history: the peer moved on more
+ *       than one generation since we shared data.  FULL_TARGET.
+ *   70  the mirror image of 50: the peer's current is our bitmap UUID.
+ *       SOURCE.
+ *   71  the mirror image of 51 (our sync UUID never reached the peer).
+ *       SOURCE; drbd_uuid_repair() undoes the start of that resync in
+ *       our UUIDs.
+ *   80  the mirror image of 60: the peer's current is in our history.
+ *       FULL_SOURCE.
+ *   90  both bitmap UUIDs are equal (and a real generation): both
+ *       sides changed data since they last shared it.  SPLIT_BRAIN: a
+ *       bitmap-based resync (of the union of both bitmaps) repairs it
+ *       once somebody says which side's changes to throw away.
+ *  100  an older generation (bitmap or history UUID) is the same on
+ *       both sides: the nodes shared data once, but neither bitmap
+ *       covers all that differs since.  SPLIT_BRAIN_FULL: only a full
+ *       resync repairs it.
+ *  100  (no rule matched) UNRELATED: the disks never held the same
+ *       data.  Connecting them would destroy one of them: refuse.
+ *
+ * Rules 34 to 37, 51 and 71 repair the effects of a connection lost at
+ * the start or the end of a resync.  Unlike DRBD, rules 90 and 100 do
+ * not match on 0 or on "just created": those name no generation, so two
+ * devices that were each forced primary from scratch are UNRELATED, not
+ * a split brain that a bitmap-based resync would wrongly "repair".  And
+ * rule 100 looks at the bitmap UUIDs as well as the history (DRBD: the
+ * history only): after resyncs interrupted at their start, the one
+ * generation two nodes still share can be the bitmap UUID of one and a
+ * history UUID of the other, and they are not unrelated.
+ *
+ * The handshake (drbd_sync_handshake)
+ * ===================================
+ *
+ * takes the table's answer and applies, in this order:
+ *
+ * 1. Both views: the table is evaluated from both ends; if the answers
+ *    are not mirror images of each other (only metadata that no life
+ *    cycle produces can do that), the result is UNRELATED, so that the
+ *    two nodes, each deciding alone, never both become sync target or
+ *    both source.
+ * 2. Disk states: if exactly one disk is Inconsistent and the other is
+ *    better, the better one is SOURCE whatever the UUIDs said; the
+ *    resync is full if the table asked for a full one or said
+ *    SPLIT_BRAIN_FULL.
+ * 3. Split-brain policies: on SPLIT_BRAIN (and, with always_asbp, on
+ *    SPLIT_BRAIN_FULL, then with a full resync) the after-sb option for
+ *    the number of primaries (0, 1 or 2) picks the side that loses its
+ *    changes, or leaves the split brain unresolved.
+ * 4. discard-my-data: if still unresolved and exactly one side has the
+ *    operator's discard-my-data flag, that side is target.  (DRBD does
+ *    a bitmap-based resync here even for rule 100; we do a full one.)
+ * 5. Still unresolved: SPLIT_BRAIN, the caller disconnects.
+ * 6. Refusals: a sync source whose disk is Inconsistent (no good data
+ *    to send), and a primary with Consistent or better data that would
+ *    become sync target (its users would see data change under them),
+ *    unless rr_conflict_violently says so.
+ *
+ * The defaults (a zeroed DrbdHandshakeConfig) never resolve a split
+ * brain: every after-sb option is disconnect.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef BLOCK_DRBD_UUID_H
+#define BLOCK_DRBD_UUID_H
+
+#include "qapi/error.h"
+
+/* The current UUID of a device that has never held data */
+#define DRBD_UUID_JUST_CREATED  4ULL
+
+/* Lowest bit of a UUID: set in the current UUID while primary */
+#define DRBD_UUID_PRIMARY_FLAG  1ULL
+
+#define DRBD_UUID_HISTORY       2
+
+typedef struct DrbdUuids {
+    uint64_t current;
+    uint64_t bitmap;
+    uint64_t history[DRBD_UUID_HISTORY];   /* newest first */
+} DrbdUuids;
+
+/*
+ * What the UUIDs alone say, from this node's point of view.  The values
+ * are DRBD's, so that the magnitude means something: 1 bitmap-based
+ * resync, 2 full resync, positive we are source, negative target.
+ */
+typedef enum DrbdUuidCmp {
+    DRBD_UUID_CMP_UNRELATED         = -1000,
+    DRBD_UUID_CMP_SPLIT_BRAIN_FULL  = -100,     /* rule 100 */
+    DRBD_UUID_CMP_FULL_TARGET       = -2,
+    DRBD_UUID_CMP_TARGET            = -1,
+    DRBD_UUID_CMP_EQUAL             = 0,
+    DRBD_UUID_CMP_SOURCE            = 1,
+    DRBD_UUID_CMP_FULL_SOURCE       = 2,
+    DRBD_UUID_CMP_SPLIT_BRAIN       = 100,      /* rule 90 */
+} DrbdUuidCmp;
+
+/* The outcome of the connect-time handshake, from this node's view */
+typedef enum DrbdSyncDecision {
+    DRBD_SYNC_NONE,             /* in sync: connected, no resync */
+    DRBD_SYNC_SOURCE,           /* bitmap-based resync, we are source */
+    DRBD_SYNC_TARGET,           /* bitmap-based resync, we are target */
+    DRBD_SYNC_FULL_SOURCE,      /* full resync, we are source */
+    DRBD_SYNC_FULL_TARGET,      /* full resync, we are target */
+    DRBD_SYNC_SPLIT_BRAIN,      /* unresolved split brain: disconnect */
+    DRBD_SYNC_UNRELATED,        /* no common data: disconnect */
+    DRBD_SYNC_INCONSISTENT_SOURCE, /* the source would have no good data */
+    DRBD_SYNC_PRIMARY_TARGET,   /* a primary would become target */
+    DRBD_SYNC__MAX,
+} DrbdSyncDecision;
+
+/*
+ * The after-sb-0pri, after-sb-1pri and after-sb-2pri options (DRBD's
+ * names; call-pri-lost-after-sb is not implemented).  0 is disconnect,
+ * so that a zeroed configuration resolves nothing.  "Changes" are the
+ * bits set in a node's out-of-sync bitmap; a tie of discard-zero-changes
+ * (both 0) or discard-least-changes goes against the node that resolves
+ * conflicts.  discard-younger-primary and discard-older-primary fall
+ * back on discard-zero-changes, then discard-least-changes, when both
+ * or neither node was primary at the split.
+ */
+typedef enum DrbdAfterSbPolicy {
+    DRBD_ASB_DISCONNECT,                /* 0, 1, 2: leave unresolved */
+    DRBD_ASB_DISCARD_YOUNGER_PRIMARY,   /* 0: the later primary loses */
+    DRBD_ASB_DISCARD_OLDER_PRIMARY,     /* 0: the earlier primary loses */
+    DRBD_ASB_DISCARD_ZERO_CHANGES,      /* 0: a side with no changes */
+    DRBD_ASB_DISCARD_LEAST_CHANGES,     /* 0: the side with fewer */
+    DRBD_ASB_DISCARD_LOCAL,             /* 0: this node loses */
+    DRBD_ASB_DISCARD_REMOTE,            /* 0: the peer loses */
+    DRBD_ASB_DISCARD_SECONDARY,         /* 1: the secondary loses */
+    DRBD_ASB_CONSENSUS,                 /* 1: 0pri, if the secondary loses */
+    DRBD_ASB_VIOLENTLY_AS0P,            /* 1, 2: 0pri, even if a primary */
+    DRBD_ASB__MAX,
+} DrbdAfterSbPolicy;
+
+/* How a split brain ended, in a DrbdHandshakeResult */
+typedef enum DrbdSbResolution {
+    DRBD_SB_NONE,               /* there was no split brain */
+    DRBD_SB_UNRESOLVED,         /* decision is DRBD_SYNC_SPLIT_BRAIN */
+    DRBD_SB_BY_POLICY,          /* an after-sb policy picked the loser */
+    DRBD_SB_BY_DISCARD_MY_DATA, /* the operator's flag picked it */
+    DRBD_SB__MAX,
+} DrbdSbResolution;
+
+/*
+ * Disk states as the handshake needs them, in increasing order of
+ * goodness.  From DrbdDiskState (qapi/drbd.json): attaching and failed
+ * are DISKLESS, dunknown is not a state of one's own disk.
+ */
+typedef enum DrbdHandshakeDisk {
+    DRBD_HS_DISK_DISKLESS,
+    DRBD_HS_DISK_INCONSISTENT,
+    DRBD_HS_DISK_OUTDATED,
+    DRBD_HS_DISK_CONSISTENT,
+    DRBD_HS_DISK_UP_TO_DATE,
+} DrbdHandshakeDisk;
+
+/* What the handshake knows of one node (sent by the peer for its side) */
+typedef struct DrbdHandshakeSide {
+    DrbdUuids uuids;
+    DrbdHandshakeDisk disk;
+    bool primary;               /* its role now */
+    bool crashed_primary;       /* it stopped while primary, not demoted */
+    uint64_t changes;           /* bits set in its out-of-sync bitmap */
+    bool discard_my_data;       /* the operator's "connect, discard mine" */
+} DrbdHandshakeSide;
+
+/* This node's resync options; zeroed, it resolves no split brain */
+typedef struct DrbdHandshakeConfig {
+    DrbdAfterSbPolicy after_sb_0pri;
+    DrbdAfterSbPolicy after_sb_1pri;
+    DrbdAfterSbPolicy after_sb_2pri;
+    bool always_asbp;           /* apply the policies to rule 100 too */
+    bool rr_conflict_violently; /* let a primary become sync target */
+} DrbdHandshakeConfig;
+
+typedef struct DrbdHandshakeResult {
+    DrbdSyncDecision decision;
+    DrbdUuidCmp uuid_cmp;       /* what the UUIDs alone said */
+    int rule;                   /* the rule of the table that said it */
+    bool views_disagree;        /* step 1 forced UNRELATED */
+    bool by_disk_state;         /* step 2 overrode the UUIDs */
+    DrbdSbResolution resolution;
+    int primaries;              /* split brain: which after-sb option */
+    DrbdAfterSbPolicy policy;   /* its value, if consulted */
+} DrbdHandshakeResult;
+
+/*
+ * Compare @self's UUIDs with the @peer's by the table above and return
+ * its answer, with the number of the rule that gave it in @rule.
+ * @self_crashed_primary and @peer_crashed_primary say which node
+ * stopped while primary (rule 40); @self_resolves_conflicts
+ * is true on exactly one of the two nodes (the one with the lower node
+ * id) and breaks the tie of rule 40 when both crashed as primary: that
+ * node becomes target.  The UUIDs are not changed: see
+ * drbd_uuid_repair().
+ */
+DrbdUuidCmp drbd_uuid_compare(const DrbdUuids *self, const DrbdUuids *peer,
+                              bool self_crashed_primary,
+                              bool peer_crashed_primary,
+                              bool self_resolves_conflicts, int *rule);
+
+/*
+ * Apply the correction that rule @rule of drbd_uuid_compare() calls for
+ * (34 and 71 change @self, 35 and 51 change @peer, the copy of the peer's
+ * UUIDs that this node keeps); call it before the resync starts, so that
+ * the UUIDs of the interrupted resync do not end up in the history.
+ * Returns whether anything changed.
+ */
+bool drbd_uuid_repair(int rule, DrbdUuids *self, DrbdUuids *peer);
+
+/*
+ * Decide, at connect time, what happens between this node @self and the
+ * @peer (see "The handshake" above), with this node's @cfg and
+ * @self_resolves_conflicts as for drbd_uuid_compare().  With a side
+ * that has no disk there is nothing to compare: the result is
+ * DRBD_SYNC_NONE by rule 0.  Fills @res and returns res->decision.
+ * The two nodes, each with its own view and compatible configurations
+ * (drbd_handshake_config_compatible()), reach mirrored decisions.
+ * Nothing is changed: when a resync follows, call drbd_uuid_repair()
+ * with res->rule first.
+ */
+DrbdSyncDecision drbd_sync_handshake(const DrbdHandshakeSide *self,
+                                     const DrbdHandshakeSide *peer,
+                                     bool self_resolves_conflicts,
+                                     const DrbdHandshakeConfig *cfg,
+                                     DrbdHandshakeResult *res);
+
+/* The decision the peer reaches when this node reaches @d */
+DrbdSyncDecision drbd_sync_decision_mirror(DrbdSyncDecision d);
+
+/*
+ * Whether @policy may be used for after-sb-@which_pri (0, 1 or 2), as
+ * DRBD documents:
+ *   0pri: disconnect, discard-younger-primary, discard-older-primary,
+ *         discard-zero-changes, discard-least-changes, discard-local,
+ *         discard-remote
+ *   1pri: disconnect, consensus, violently-as0p, discard-secondary
+ *   2pri: disconnect, violently-as0p
+ * The handshake treats a policy that is not valid for its option as
+ * disconnect.
+ */
+bool drbd_after_sb_policy_valid(int which_pri, DrbdAfterSbPolicy policy);
+
+/*
+ * Whether this node's @self and the peer's @peer policy for the same
+ * option agree: equal, or discard-local on one side and discard-remote
+ * on the other.
+ */
+bool drbd_after_sb_policies_compatible(DrbdAfterSbPolicy self,
+                                       DrbdAfterSbPolicy peer);
+
+/*
+ * Check, when the nodes exchange their options, that the handshake on
+ * both will reach mirrored decisions: the three after-sb options
+ * compatible, always_asbp and rr_conflict_violently equal.  Fails with
+ * -EINVAL and @errp set, naming the option that differs.
+ */
+int drbd_handshake_config_compatible(const DrbdHandshakeConfig *self,
+                                     const DrbdHandshakeConfig *peer,
+                                     Error **errp);
+
+/* Names for traces, QMP and options; "unknown" for a bad value */
+const char *drbd_uuid_cmp_str(DrbdUuidCmp c);
+const char *drbd_sync_decision_str(DrbdSyncDecision d);
+const char *drbd_sb_resolution_str(DrbdSbResolution r);
+const char *drbd_after_sb_policy_str(DrbdAfterSbPolicy p);
+
+/*
+ * Parse the value @str of option after-sb-@which_pri (0, 1 or 2) into
+ * @policy.  An unknown name, or one not valid for that option, fails
+ * with -EINVAL, @errp listing the valid names, and @policy unchanged.
+ */
+int drbd_after_sb_policy_parse(int which_pri, const char *str,
+                               DrbdAfterSbPolicy *policy, Error **errp);
+
+/*
+ * Life cycle of the UUIDs.  Each function is one event of DRBD's life
+ * cycle; @fresh is a random value from the caller.  The flag bit of
+ * @fresh is ignored, and a @fresh that would be 0 or "just created"
+ * without it gets its top bit set.
+ */
+
+/* A device just created: current "just created", all else 0 */
+void drbd_uuid_init(DrbdUuids *u);
+
+/*
+ * Start a new data generation: current becomes @fresh (flag bit as the
+ * old current had it).  If the bitmap UUID is 0, the old current becomes
+ * the bitmap UUID, the generation the peer still has; if it is set, it
+ * stays, since the bitmap already counts from that older generation.
+ * "Just created" is not kept as a bitmap UUID: it names no data.
+ */
+void drbd_uuid_new_current(DrbdUuids *u, uint64_t fresh);
+
+/*
+ * Promotion to primary.  If the peer's disk will not get our writes
+ * (@peer_disk_up_to_date false: disconnected, or its disk is not
+ * UpToDate), or if @force (promotion of data that is not UpToDate),
+ * start a new generation first.  Then set the flag bit.  Returns whether
+ * a new generation started.
+ *
+ * Unlike DRBD, a new generation starts even if a bitmap UUID is set
+ * already (the bitmap UUID stays).  DRBD skips it then, which loses
+ * writes silently in one case: a sync source that missed the end of the
+ * resync (rule 34) and writes alone, while the target, primary, moves
+ * on; at the next connect the source looks unchanged (rule 50 in its
+ * view, 70 in the target's) and becomes target.  With a new generation
+ * that case is a split brain (rule 100).
+ */
+bool drbd_uuid_promote(DrbdUuids *u, bool peer_disk_up_to_date, bool force,
+                       uint64_t fresh);
+
+/* Demotion to secondary: clear the flag bit */
+void drbd_uuid_demote(DrbdUuids *u);
+
+/*
+ * The peer's disk stops receiving our writes (connection lost, or the
+ * peer's disk failed) while writes go on here (@writes_continue: this
+ * node or the peer is primary, and our disk is UpToDate): start a new
+ * generation (whatever the bitmap UUID, as drbd_uuid_promote()).
+ * Returns whether it did.
+ */
+bool drbd_uuid_peer_disk_lost(DrbdUuids *u, bool writes_continue,
+                              uint64_t fresh);
+
+/*
+ * Start of a resync on the sync source: a new bitmap UUID (@fresh
+ * without its flag bit), the old one, if set, moving to the history.
+ * Returns that new bitmap UUID: send it to the target (the sync UUID).
+ */
+uint64_t drbd_uuid_resync_start_source(DrbdUuids *u, uint64_t fresh);
+
+/*
+ * Start of a resync on the sync target, on receipt of the source's
+ * @sync_uuid: it becomes our current (flag bit kept as it was), and our
+ * bitmap UUID is cleared (our bitmap is the source's to fill now).
+ */
+void drbd_uuid_resync_start_target(DrbdUuids *u, uint64_t sync_uuid);
+
+/*
+ * End of a successful resync on the source: the bitmap UUID moves to
+ * history[0] (history[0] to history[1]) and becomes 0.
+ */
+void drbd_uuid_resync_finished_source(DrbdUuids *u);
+
+/*
+ * End of a successful resync on the target: take over the source's
+ * generation.  @peer is the set of UUIDs that the source sent in the
+ * handshake that started this resync (before it made the sync UUID,
+ * which is our current now), as drbd_uuid_repair() left it.  Afterwards
+ * @u is what the source has after drbd_uuid_resync_finished_source(),
+ * but for our flag bit.
+ */
+void drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *peer);
+
+#endif /* BLOCK_DRBD_UUID_H */
