@@ -25,6 +25,7 @@
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qapi/qapi-events-drbd.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -390,15 +391,6 @@ fail:
 }
 
 /*
- * Whether the out-of-sync bitmap records changes of ours that the peer
- * lacks (on an inconsistent node it records what we lack instead)
- */
-static bool drbd_holds_changes(BDRVDrbdState *s)
-{
-    return s->disk == DRBD_DISK_STATE_UP_TO_DATE && hbitmap_count(s->oos);
-}
-
-/*
  * The out-of-sync bitmaps cross the data channel in run-length encoded
  * BITMAP packets (rle.h), one bit per 4 KiB, the node with the lower id
  * sending first so that neither waits on a full socket for the other.
@@ -483,32 +475,236 @@ static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, HBitmap **theirs,
     return 0;
 }
 
-/* Exchange sizes and states on the data channel */
+static DrbdHandshakeDisk drbd_hs_disk(DrbdDiskState d)
+{
+    switch (d) {
+    case DRBD_DISK_STATE_UP_TO_DATE:
+        return DRBD_HS_DISK_UP_TO_DATE;
+    case DRBD_DISK_STATE_CONSISTENT:
+        return DRBD_HS_DISK_CONSISTENT;
+    case DRBD_DISK_STATE_OUTDATED:
+        return DRBD_HS_DISK_OUTDATED;
+    case DRBD_DISK_STATE_INCONSISTENT:
+        return DRBD_HS_DISK_INCONSISTENT;
+    default:
+        return DRBD_HS_DISK_DISKLESS;
+    }
+}
+
+static void drbd_uuids_str(GString *out, const char *who, const DrbdUuids *u)
+{
+    g_string_append_printf(out, " %s %016" PRIX64 ":%016" PRIX64 ":%016"
+                           PRIX64 ":%016" PRIX64, who, u->current, u->bitmap,
+                           u->history[0], u->history[1]);
+}
+
+/*
+ * What the handshake decided about a split brain or unrelated data: an
+ * event and a log line for the operator, never a silent resolution
+ */
+static void drbd_report_split_brain(BDRVDrbdState *s,
+                                    const DrbdHandshakeResult *res,
+                                    const DrbdUuids *mine,
+                                    const DrbdUuids *theirs)
+{
+    g_autoptr(GString) detail = g_string_new(NULL);
+    bool resolved = res->resolution == DRBD_SB_BY_POLICY ||
+                    res->resolution == DRBD_SB_BY_DISCARD_MY_DATA;
+    const char *decision = res->decision == DRBD_SYNC_UNRELATED ?
+                           "unrelated data" :
+                           resolved ? drbd_sync_decision_str(res->decision) :
+                           "split brain";
+
+    g_string_printf(detail, "rule %d", res->rule);
+    if (resolved) {
+        g_string_append_printf(detail, ", resolved %s%s",
+                               res->resolution == DRBD_SB_BY_POLICY ?
+                               "by after-sb policy " : "by discard-my-data",
+                               res->resolution == DRBD_SB_BY_POLICY ?
+                               drbd_after_sb_policy_str(res->policy) : "");
+    }
+    g_string_append(detail, ";");
+    drbd_uuids_str(detail, "self", mine);
+    drbd_uuids_str(detail, "peer", theirs);
+    if (resolved) {
+        warn_report("drbd node '%s' (resource %s): split brain, resolved: "
+                    "%s (%s)", bdrv_get_node_name(s->bs), s->resource,
+                    decision, detail->str);
+    } else {
+        error_report("drbd node '%s' (resource %s): %s: not connecting (%s); "
+                     "drbd-connect with discard-my-data on the node whose "
+                     "changes are to be dropped", bdrv_get_node_name(s->bs),
+                     s->resource, decision, detail->str);
+    }
+    qapi_event_send_drbd_split_brain(bdrv_get_node_name(s->bs), resolved,
+                                     decision, detail->str);
+}
+
+/*
+ * The sync handshake: who has the newer data, from the generation UUIDs
+ * and disk states (uuid.c), and what is out of sync, from both bitmaps.
+ * Sets peer->decision; the source and the target both hold the union of
+ * the two bitmaps afterwards.
+ */
+static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
+                                               const DrbdStatePacket *st,
+                                               const DrbdUuidsPacket *pu,
+                                               HBitmap *their_bm,
+                                               Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdHandshakeSide self, other = {
+        .uuids = {
+            .current = pu->current, .bitmap = pu->bitmap,
+            .history = { pu->history[0], pu->history[1] },
+        },
+        .disk = drbd_hs_disk(st->disk_state),
+        .primary = st->role == DRBD_ROLE_PRIMARY,
+        .crashed_primary = pu->flags & DRBD_UUIDS_CRASHED_PRIMARY,
+        .changes = pu->changes,
+        .discard_my_data = pu->flags & DRBD_UUIDS_DISCARD_MY_DATA,
+    };
+    DrbdHandshakeConfig their_cfg = {
+        .after_sb_0pri = pu->after_sb[0],
+        .after_sb_1pri = pu->after_sb[1],
+        .after_sb_2pri = pu->after_sb[2],
+    };
+    DrbdHandshakeResult res;
+    DrbdSyncDecision d;
+    int64_t start = 0, count;
+
+    if (drbd_handshake_config_compatible(&s->sb_cfg, &their_cfg, errp) < 0) {
+        return -EINVAL;
+    }
+
+    qemu_mutex_lock(&s->lock);
+    self = (DrbdHandshakeSide) {
+        .disk = drbd_hs_disk(s->disk),
+        .primary = s->role == DRBD_ROLE_PRIMARY,
+        .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
+        .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
+        .discard_my_data = s->discard_my_data,
+    };
+    drbd_uuids_get_locked(s, &self.uuids);
+    d = drbd_sync_handshake(&self, &other, s->node_id < s->peer_node_id,
+                            &s->sb_cfg, &res);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
+                              drbd_uuid_cmp_str(res.uuid_cmp),
+                              drbd_sb_resolution_str(res.resolution));
+
+    if (res.resolution != DRBD_SB_NONE || d == DRBD_SYNC_UNRELATED) {
+        drbd_report_split_brain(s, &res, &self.uuids, &other.uuids);
+    }
+    switch (d) {
+    case DRBD_SYNC_SPLIT_BRAIN:
+    case DRBD_SYNC_UNRELATED:
+        qemu_mutex_lock(&s->lock);
+        s->connect_held = true;
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "%s with the peer (rule %d): not connecting "
+                   "until drbd-connect",
+                   d == DRBD_SYNC_UNRELATED ? "unrelated data" :
+                   "split brain", res.rule);
+        return -EINVAL;
+    case DRBD_SYNC_INCONSISTENT_SOURCE:
+        error_setg(errp, "the node that would be sync source has "
+                   "inconsistent data: neither has good data to send");
+        return -EINVAL;
+    case DRBD_SYNC_PRIMARY_TARGET:
+        error_setg(errp, "a primary with consistent data would become "
+                   "sync target: demote it, or discard its data");
+        return -EINVAL;
+    default:
+        break;
+    }
+
+    peer->decision = d;
+    peer->hs_uuids = other.uuids;
+    drbd_uuid_repair(res.rule, &self.uuids, &peer->hs_uuids);
+
+    qemu_mutex_lock(&s->lock);
+    s->discard_my_data = false;
+    s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+    drbd_uuids_set_locked(s, &self.uuids);
+    if (d == DRBD_SYNC_NONE) {
+        /* The same generation on both sides: nothing differs */
+        drbd_oos_reset_locked(s, 0, s->size);
+    } else if (d == DRBD_SYNC_FULL_SOURCE || d == DRBD_SYNC_FULL_TARGET) {
+        drbd_oos_set_locked(s, 0, s->size);
+    } else {
+        while (hbitmap_next_dirty_area(their_bm, start, INT64_MAX,
+                                       INT64_MAX, &start, &count)) {
+            uint64_t off = (uint64_t)start << DRBD_BM_GRANULARITY;
+
+            drbd_oos_set_locked(s, off,
+                                MIN((uint64_t)count << DRBD_BM_GRANULARITY,
+                                    s->size - off));
+            start += count;
+        }
+    }
+    peer->resync_bits = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY;
+    qemu_mutex_unlock(&s->lock);
+
+    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
+        peer->resync_bits) {
+        /*
+         * Our data is not usable until the resync is done, even after a
+         * crash: the superblock says so before any resync write
+         */
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+                       "resync from the peer needed");
+    } else if (d != DRBD_SYNC_NONE && !peer->resync_bits) {
+        /* Nothing to send: the resync is over as it starts */
+        drbd_resync_finished_uuids(peer);
+    }
+    drbd_md_sync_co(s);
+    return 0;
+}
+
+/*
+ * Exchange sizes, states, generation UUIDs and bitmaps on the data
+ * channel, and decide what happens between the two nodes
+ */
 static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     g_autofree uint8_t *payload = NULL;
     g_autofree uint8_t *payload2 = NULL;
+    g_autofree uint8_t *payload3 = NULL;
     DrbdSizes mine = {
         .disk_size = s->size,
         .max_epoch_size = s->max_epoch_size,
         .protocol = s->protocol,
     };
+    DrbdUuidsPacket uuids = { 0 }, their_uuids;
     DrbdSizes theirs;
     DrbdStatePacket st;
     HBitmap *their_bm = NULL;
-    uint64_t changes, their_bytes = 0;
+    uint64_t their_bytes = 0;
     uint32_t len;
     int ret;
 
     qemu_mutex_lock(&s->lock);
     st.role = s->role;
     st.disk_state = s->disk;
+    uuids.current = s->md.uuid_current;
+    uuids.bitmap = s->md.uuid_bitmap;
+    uuids.history[0] = s->md.uuid_history[0];
+    uuids.history[1] = s->md.uuid_history[1];
+    uuids.changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY;
+    uuids.flags = (s->md.flags & DRBD_MDF_CRASHED_PRIMARY ?
+                   DRBD_UUIDS_CRASHED_PRIMARY : 0) |
+                  (s->discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0);
+    uuids.after_sb[0] = s->sb_cfg.after_sb_0pri;
+    uuids.after_sb[1] = s->sb_cfg.after_sb_1pri;
+    uuids.after_sb[2] = s->sb_cfg.after_sb_2pri;
     qemu_mutex_unlock(&s->lock);
 
     drbd_wire_put_sizes(pkt, &mine);
     drbd_wire_put_state(pkt, &st);
+    drbd_wire_put_uuids(pkt, &uuids);
     ret = drbd_write_packet(peer->data, pkt, errp);
     if (ret < 0) {
         return ret;
@@ -541,12 +737,10 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
                    "(demote one of them)");
         return -EINVAL;
     }
-    qemu_mutex_lock(&s->lock);
-    changes = drbd_holds_changes(s) ? hbitmap_count(s->oos) : 0;
-    qemu_mutex_unlock(&s->lock);
-    if (changes && st.role == DRBD_ROLE_PRIMARY) {
-        error_setg(errp, "split brain: this node holds %" PRIu64 " KiB of "
-                   "changes that the primary peer lacks", changes / KiB);
+    ret = drbd_expect_packet(peer->data, DRBD_CMD_UUIDS, &payload3, &len,
+                             errp);
+    if (ret < 0 || drbd_wire_get_uuids(payload3, len, &their_uuids,
+                                       errp) < 0) {
         return -EINVAL;
     }
 
@@ -554,37 +748,11 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     if (ret < 0) {
         return ret;
     }
-    qemu_mutex_lock(&s->lock);
-    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE &&
-        st.disk_state < DRBD_DISK_STATE_UP_TO_DATE &&
-        st.role != DRBD_ROLE_PRIMARY && their_bytes) {
-        /*
-         * Where the peer's data may differ from ours (it was a primary
-         * that crashed, or a resync to it was cut short), ours wins: its
-         * blocks join what we send it.
-         */
-        int64_t start = 0, count;
-
-        while (hbitmap_next_dirty_area(their_bm, start, INT64_MAX,
-                                       INT64_MAX, &start, &count)) {
-            uint64_t off = (uint64_t)start << DRBD_BM_GRANULARITY;
-
-            drbd_oos_set_locked(s, off,
-                                MIN((uint64_t)count << DRBD_BM_GRANULARITY,
-                                    s->size - off));
-            start += count;
-        }
-    } else if (s->disk < DRBD_DISK_STATE_UP_TO_DATE &&
-               st.disk_state == DRBD_DISK_STATE_UP_TO_DATE &&
-               !their_bytes && !hbitmap_count(s->oos)) {
-        /* Nothing of ours differs from the peer's up-to-date data */
-        qemu_mutex_unlock(&s->lock);
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_UP_TO_DATE, -1, -1,
-                       "no differences to the peer's data");
-        qemu_mutex_lock(&s->lock);
-    }
-    qemu_mutex_unlock(&s->lock);
+    ret = drbd_sync_handshake_co(peer, &st, &their_uuids, their_bm, errp);
     hbitmap_free(their_bm);
+    if (ret < 0) {
+        return ret;
+    }
 
     peer->role = st.role;
     peer->disk = st.disk_state;
@@ -896,7 +1064,7 @@ int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt)
 }
 
 /* An ack for one of our requests arrived on the meta channel */
-static void drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
+static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
                                const DrbdBlockAck *ack)
 {
     BDRVDrbdState *s = peer->s;
@@ -1288,16 +1456,26 @@ static void coroutine_fn drbd_resync_co(void *opaque)
 /* Run an established connection until it breaks */
 static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
 {
-    bool sync_source;
+    bool resync = peer->resync_bits > 0;
+    bool new_generation;
+    DrbdUuids u;
+    bool sync_source = resync && (peer->decision == DRBD_SYNC_SOURCE ||
+                                  peer->decision == DRBD_SYNC_FULL_SOURCE);
+    bool sync_target = resync && (peer->decision == DRBD_SYNC_TARGET ||
+                                  peer->decision == DRBD_SYNC_FULL_TARGET);
 
     qemu_mutex_lock(&s->lock);
     s->peer = peer;
     g_clear_pointer(&s->last_error, g_free);
-    /* Whoever holds changes its peer lacks sends them, whatever its role */
-    sync_source = drbd_holds_changes(s) && peer->role != DRBD_ROLE_PRIMARY;
+    if (sync_target) {
+        peer->sync_target = true;
+        s->resync_total = hbitmap_count(s->oos);
+        s->resync_done = 0;
+    }
     qemu_mutex_unlock(&s->lock);
 
     drbd_set_state(s, -1, sync_source ? DRBD_CONN_STATE_SYNC_SOURCE :
+                   sync_target ? DRBD_CONN_STATE_SYNC_TARGET :
                    DRBD_CONN_STATE_CONNECTED, -1, peer->role,
                    sync_source ? DRBD_DISK_STATE_INCONSISTENT : peer->disk,
                    "connected");
@@ -1321,7 +1499,16 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     drbd_tl_connection_lost_locked(s);
     g_free(s->last_error);
     s->last_error = g_strdup(peer->broken_reason);
+    /* A primary writes on without its peer: a new data generation */
+    drbd_uuids_get_locked(s, &u);
+    new_generation = drbd_uuid_peer_disk_lost(&u,
+                                              s->role == DRBD_ROLE_PRIMARY,
+                                              drbd_fresh_uuid());
+    drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
+    if (new_generation) {
+        drbd_md_sync_co(s);
+    }
     drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1,
                    DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,
                    peer->broken_reason);
@@ -1334,7 +1521,20 @@ static void coroutine_fn drbd_conn_co(void *opaque)
 
     while (!s->closing) {
         Error *err = NULL;
-        DrbdPeer *peer = drbd_establish(s, &err);
+        DrbdPeer *peer;
+
+        if (s->connect_held) {
+            /* After a split brain: stand alone until drbd-connect */
+            drbd_set_state(s, -1, DRBD_CONN_STATE_STANDALONE, -1, -1, -1,
+                           "split brain: waiting for drbd-connect");
+            while (s->connect_held && !s->closing) {
+                qemu_co_sleep_ns_wakeable(&s->conn_sleep,
+                                          QEMU_CLOCK_REALTIME,
+                                          10 * NANOSECONDS_PER_SECOND);
+            }
+            continue;
+        }
+        peer = drbd_establish(s, &err);
 
         if (peer) {
             drbd_peer_run(s, peer);
@@ -1347,7 +1547,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
             drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1,
                            NULL);
         }
-        if (!s->closing && s->connects) {
+        if (!s->closing && s->connects && !s->connect_held) {
             qemu_co_sleep_ns_wakeable(&s->conn_sleep, QEMU_CLOCK_REALTIME,
                                       s->connect_interval_ns);
         }
@@ -1374,6 +1574,20 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
     s->conn_co = qemu_coroutine_create(drbd_conn_co, s);
     aio_co_enter(bdrv_get_aio_context(s->bs), s->conn_co);
     return 0;
+}
+
+/*
+ * drbd-connect: leave the standalone state a split brain left, trying to
+ * connect again; with @discard_my_data, this node's changes are the ones
+ * to lose if the handshake finds a split brain again
+ */
+void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data)
+{
+    qemu_mutex_lock(&s->lock);
+    s->discard_my_data = discard_my_data;
+    s->connect_held = false;
+    qemu_mutex_unlock(&s->lock);
+    qemu_co_sleep_wake(&s->conn_sleep);
 }
 
 /* Stop the connection manager and wait until it and its peer are gone */

@@ -24,9 +24,18 @@
 #include "md-format.h"
 #include "req.h"
 #include "rle.h"
+#include "uuid.h"
 #include "wire.h"
 
 #define DRBD_BM_GRANULARITY     12      /* 4 KiB per out-of-sync bit */
+
+/*
+ * The current UUID of a freshly created image: its data are all zeroes,
+ * the same generation as any other fresh image of its size, so that two
+ * new images start in sync without a full resync.  (DRBD's "just
+ * created" UUID, 4, names no data and asks for a full resync instead.)
+ */
+#define DRBD_UUID_ZEROED        0x5a45524f45440000ULL   /* "ZEROED" */
 #define DRBD_RESYNC_CHUNK       (256 * KiB)
 
 typedef struct BDRVDrbdState BDRVDrbdState;
@@ -91,6 +100,11 @@ typedef struct DrbdPeer {
     /* Under s->lock: resync chunks sent and not yet acked (in s->pe) */
     uint32_t resync_unacked;
 
+    /* What the handshake decided, and the peer's UUIDs it saw */
+    DrbdSyncDecision decision;
+    DrbdUuids hs_uuids;
+    uint64_t resync_bits;       /* bits of the union, when a resync starts */
+
     /* In the node's AioContext only */
     bool ping_answered;
     QemuCoSleep ping_sleep;
@@ -134,6 +148,9 @@ struct BDRVDrbdState {
     DrbdDiskState disk;
     DrbdDiskState peer_disk;
     char *last_error;
+    DrbdHandshakeConfig sb_cfg; /* after-sb options */
+    bool discard_my_data;       /* drbd-connect said so, for one handshake */
+    bool connect_held;          /* split brain: wait for drbd-connect */
     bool promote_pending;       /* we asked the peer to let us promote */
     int promote_reply;          /* its answer, or -1 while none */
     bool refusal_reported;      /* a refused guest request was logged */
@@ -210,6 +227,7 @@ void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s);
 void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
                     int peer_role, int peer_disk, const char *reason);
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
+void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
 
@@ -224,9 +242,13 @@ int64_t drbd_al_max_request(BDRVDrbdState *s);
 int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                               int64_t data_len, Error **errp);
 int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
-int GRAPH_RDLOCK drbd_md_note_role(BDRVDrbdState *s, DrbdRole role);
 void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
+void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
+void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
+uint64_t drbd_fresh_uuid(void);
+int drbd_md_sync(BDRVDrbdState *s);
+int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s);
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
                uint32_t al_extents, Error **errp);
@@ -268,7 +290,8 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
 
 /* resync.c: the sync source */
 void coroutine_fn drbd_resync_run(DrbdPeer *peer);
-void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
+void drbd_resync_finished_uuids(DrbdPeer *peer);
+void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                        const DrbdBlockAck *ack);
 
 #endif /* BLOCK_DRBD_INT_H */

@@ -60,6 +60,22 @@ void qmp_drbd_promote(const char *node_name, bool has_force, bool force,
     }
 }
 
+void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
+                      bool discard_my_data, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (!s) {
+        return;
+    }
+    if (!s->listen_addr && !s->peer_addr) {
+        error_setg(errp, "drbd node '%s' has no peer to connect to",
+                   node_name);
+        return;
+    }
+    drbd_connect_again(s, has_discard_my_data && discard_my_data);
+}
+
 void qmp_drbd_demote(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);

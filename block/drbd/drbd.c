@@ -42,7 +42,8 @@
 static const char *const drbd_option_names[] = {
     "resource", "node-id", "peer-node-id", "role", "protocol",
     "connect-interval", "ping-interval", "ping-timeout", "max-epoch-size",
-    "resync-rate", "wfc-timeout", "meta-disk",
+    "resync-rate", "wfc-timeout", "meta-disk", "after-sb-0pri",
+    "after-sb-1pri", "after-sb-2pri",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
 
@@ -85,6 +86,18 @@ static BlockdevOptionsDrbd *drbd_parse_options(QDict *options, Error **errp)
     visit_type_BlockdevOptionsDrbd(v, NULL, &opts, errp);
     visit_free(v);
     return opts;
+}
+
+/* after-sb-@which_pri: DRBD's values, each valid for some options only */
+static int drbd_apply_after_sb(int which_pri, bool has, DrbdAfterSb value,
+                               DrbdAfterSbPolicy *policy, Error **errp)
+{
+    if (!has) {
+        *policy = DRBD_ASB_DISCONNECT;
+        return 0;
+    }
+    return drbd_after_sb_policy_parse(which_pri, DrbdAfterSb_str(value),
+                                      policy, errp);
 }
 
 static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
@@ -140,6 +153,15 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     }
     s->resync_rate = o->has_resync_rate ? o->resync_rate : 0;
 
+    if (drbd_apply_after_sb(0, o->has_after_sb_0pri, o->after_sb_0pri,
+                            &s->sb_cfg.after_sb_0pri, errp) < 0 ||
+        drbd_apply_after_sb(1, o->has_after_sb_1pri, o->after_sb_1pri,
+                            &s->sb_cfg.after_sb_1pri, errp) < 0 ||
+        drbd_apply_after_sb(2, o->has_after_sb_2pri, o->after_sb_2pri,
+                            &s->sb_cfg.after_sb_2pri, errp) < 0) {
+        return -EINVAL;
+    }
+
     s->meta_disk = o->has_meta_disk ? o->meta_disk :
                    s->meta ? DRBD_META_DISK_EXTERNAL :
                    DRBD_META_DISK_INTERNAL;
@@ -168,6 +190,20 @@ static void drbd_free_state(BDRVDrbdState *s)
     g_free(s->resource);
     g_free(s->last_error);
     qemu_mutex_destroy(&s->lock);
+}
+
+/*
+ * Opening as primary is a promotion while disconnected: the data counts
+ * as up to date, and it starts a new generation that the peer lacks
+ */
+static void drbd_open_as_primary(BDRVDrbdState *s)
+{
+    DrbdUuids u;
+
+    s->disk = DRBD_DISK_STATE_UP_TO_DATE;
+    drbd_uuids_get_locked(s, &u);
+    drbd_uuid_promote(&u, false, false, drbd_fresh_uuid());
+    drbd_uuids_set_locked(s, &u);
 }
 
 /* Wait up to @ms for the handshake with the peer to finish */
@@ -259,14 +295,19 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     if (s->meta_disk == DRBD_META_DISK_NONE) {
         s->size = size;
         s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
+        /* No history: the data counts as a fresh image's */
+        s->md.uuid_current = DRBD_UUID_ZEROED;
+        if (s->role == DRBD_ROLE_PRIMARY) {
+            drbd_open_as_primary(s);
+        }
     } else {
         s->md_child = s->meta_disk == DRBD_META_DISK_EXTERNAL ? s->meta :
                       bs->file;
         bdrv_graph_rdlock_main_loop();
         ret = drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
                            DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, size, errp);
-        if (s->role == DRBD_ROLE_PRIMARY) {
-            s->disk = DRBD_DISK_STATE_UP_TO_DATE;
+        if (ret == 0 && s->role == DRBD_ROLE_PRIMARY) {
+            drbd_open_as_primary(s);
         }
         if (ret == 0 && s->md_writable) {
             ret = drbd_md_open_commit(s, errp);

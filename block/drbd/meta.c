@@ -154,7 +154,11 @@ static int GRAPH_RDLOCK drbd_md_write_sb(BDRVDrbdState *s)
     qemu_mutex_lock(&s->lock);
     sb = s->md;
     sb.al_tr_number = s->al_tr_number;
-    sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE);
+    sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE |
+                  DRBD_MDF_PRIMARY_IND);
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        sb.flags |= DRBD_MDF_PRIMARY_IND;
+    }
     if (s->disk == DRBD_DISK_STATE_UP_TO_DATE) {
         sb.flags |= DRBD_MDF_WAS_UP_TO_DATE;
     }
@@ -483,10 +487,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
         if (s->md.flags & DRBD_MDF_PRIMARY_IND) {
             s->md.flags |= DRBD_MDF_CRASHED_PRIMARY;
         }
-        /* Our data may be newer or older than the peer's there */
-        if (n && s->disk > DRBD_DISK_STATE_CONSISTENT) {
-            s->disk = DRBD_DISK_STATE_CONSISTENT;
-        }
+
         s->al_recovered = n;
         trace_drbd_al_recovered(s->bs, n, s->al_tr_number);
     }
@@ -515,9 +516,6 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
 
     qemu_mutex_lock(&s->lock);
     s->md.flags &= ~DRBD_MDF_AL_CLEAN;
-    if (s->role == DRBD_ROLE_PRIMARY) {
-        s->md.flags |= DRBD_MDF_PRIMARY_IND;
-    }
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_write_sb(s);
     if (ret < 0) {
@@ -527,21 +525,42 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
     return ret;
 }
 
-/* The role changed: record whether this node is primary */
-int GRAPH_RDLOCK drbd_md_note_role(BDRVDrbdState *s, DrbdRole role)
+/* The generation UUIDs live in s->md, with or without metadata on disk */
+void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u)
+{
+    u->current = s->md.uuid_current;
+    u->bitmap = s->md.uuid_bitmap;
+    u->history[0] = s->md.uuid_history[0];
+    u->history[1] = s->md.uuid_history[1];
+}
+
+void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
+{
+    s->md.uuid_current = u->current;
+    s->md.uuid_bitmap = u->bitmap;
+    s->md.uuid_history[0] = u->history[0];
+    s->md.uuid_history[1] = u->history[1];
+}
+
+uint64_t drbd_fresh_uuid(void)
+{
+    uint64_t v;
+
+    qemu_guest_getrandom_nofail(&v, sizeof(v));
+    return v;
+}
+
+/*
+ * Write the superblock with what the node is now (role, disk state,
+ * UUIDs), if it has writable metadata: after each change of these
+ */
+static int GRAPH_RDLOCK drbd_md_sync_locked_graph(BDRVDrbdState *s)
 {
     int ret;
 
-    if (!s->md_child || !s->md_writable) {
+    if (!s->md_child || !s->md_writable || s->md_failed) {
         return 0;
     }
-    qemu_mutex_lock(&s->lock);
-    if (role == DRBD_ROLE_PRIMARY) {
-        s->md.flags |= DRBD_MDF_PRIMARY_IND;
-    } else {
-        s->md.flags &= ~DRBD_MDF_PRIMARY_IND;
-    }
-    qemu_mutex_unlock(&s->lock);
     ret = drbd_md_write_sb(s);
     if (ret < 0) {
         qemu_mutex_lock(&s->lock);
@@ -549,6 +568,18 @@ int GRAPH_RDLOCK drbd_md_note_role(BDRVDrbdState *s, DrbdRole role)
         qemu_mutex_unlock(&s->lock);
     }
     return ret;
+}
+
+int drbd_md_sync(BDRVDrbdState *s)
+{
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    return drbd_md_sync_locked_graph(s);
+}
+
+int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
+{
+    GRAPH_RDLOCK_GUARD();
+    return drbd_md_sync_locked_graph(s);
 }
 
 /*
@@ -569,7 +600,6 @@ void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
     if (ret == 0) {
         qemu_mutex_lock(&s->lock);
         s->md.flags |= DRBD_MDF_AL_CLEAN;
-        s->md.flags &= ~(DRBD_MDF_PRIMARY_IND | DRBD_MDF_CRASHED_PRIMARY);
         qemu_mutex_unlock(&s->lock);
         ret = drbd_md_write_sb(s);
     }
@@ -641,6 +671,7 @@ drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
      * without a full resync (as DRBD's two just-created devices)
      */
     sb.flags |= DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE;
+    sb.uuid_current = DRBD_UUID_ZEROED;
     buf = qemu_blockalign(blk_bs(md_blk), DRBD_MD_BLOCK_SIZE);
     drbd_md_sb_encode(&sb, buf);
     ret = blk_co_pwrite(md_blk, layout.sb_offset, DRBD_MD_BLOCK_SIZE, buf,

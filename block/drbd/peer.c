@@ -331,8 +331,10 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
                    "of sync", left);
         return -EPROTO;
     }
+    drbd_resync_finished_uuids(peer);
     drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED,
                    DRBD_DISK_STATE_UP_TO_DATE, -1, DRBD_DISK_STATE_UP_TO_DATE,
                    "resync finished");
+    drbd_md_sync_co(s);
     return 0;
 }

@@ -170,8 +170,36 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
     trace_drbd_resync_sent(s->bs);
 }
 
+/*
+ * The resync with @peer is complete: both nodes are in the same data
+ * generation now.  The source moves its bitmap UUID to the history; the
+ * target takes the source's UUIDs as they are after that.
+ */
+void drbd_resync_finished_uuids(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdUuids u;
+
+    qemu_mutex_lock(&s->lock);
+    drbd_uuids_get_locked(s, &u);
+    if (peer->decision == DRBD_SYNC_SOURCE ||
+        peer->decision == DRBD_SYNC_FULL_SOURCE) {
+        drbd_uuid_resync_finished_source(&u);
+    } else {
+        uint64_t flag = u.current & DRBD_UUID_PRIMARY_FLAG;
+
+        u = peer->hs_uuids;
+        drbd_uuid_resync_finished_source(&u);
+        u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
+    }
+    drbd_uuids_set_locked(s, &u);
+    peer->decision = DRBD_SYNC_NONE;
+    qemu_mutex_unlock(&s->lock);
+}
+
 /* The peer acked a resync chunk: it is on its disk */
-void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd, const DrbdBlockAck *ack)
+void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
+                                    const DrbdBlockAck *ack)
 {
     BDRVDrbdState *s = peer->s;
     bool finished = false;
@@ -193,7 +221,9 @@ void drbd_resync_acked(DrbdPeer *peer, uint16_t cmd, const DrbdBlockAck *ack)
         drbd_peer_fail(peer, "the peer failed to write resync data at %"
                        PRIu64, ack->offset);
     } else if (finished) {
+        drbd_resync_finished_uuids(peer);
         drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
                        DRBD_DISK_STATE_UP_TO_DATE, "resync finished");
+        drbd_md_sync_co(s);
     }
 }

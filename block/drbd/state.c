@@ -103,12 +103,21 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);
     }
+    info->uuids = g_new0(DrbdUuidInfo, 1);
+    info->uuids->current = g_strdup_printf("%016" PRIX64,
+                                           s->md.uuid_current);
+    info->uuids->bitmap = g_strdup_printf("%016" PRIX64, s->md.uuid_bitmap);
+    QAPI_LIST_PREPEND(info->uuids->history,
+                      g_strdup_printf("%016" PRIX64, s->md.uuid_history[1]));
+    QAPI_LIST_PREPEND(info->uuids->history,
+                      g_strdup_printf("%016" PRIX64, s->md.uuid_history[0]));
     qemu_mutex_unlock(&s->lock);
 }
 
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = bdrv_get_node_name(s->bs);
+    DrbdUuids u;
 
     qemu_mutex_lock(&s->lock);
     if (s->role == DRBD_ROLE_PRIMARY) {
@@ -136,24 +145,40 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_prepend(errp, "'%s': ", name);
         return -EBUSY;
     }
-    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
+    /*
+     * Writes that will not reach the peer's disk start a new data
+     * generation, so that the next handshake knows who changed what
+     */
+    qemu_mutex_lock(&s->lock);
+    drbd_uuids_get_locked(s, &u);
+    drbd_uuid_promote(&u, s->cstate >= DRBD_CONN_STATE_CONNECTED &&
+                      s->peer_disk == DRBD_DISK_STATE_UP_TO_DATE, force,
+                      drbd_fresh_uuid());
+    drbd_uuids_set_locked(s, &u);
+    qemu_mutex_unlock(&s->lock);
+
+    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
+                   force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
-    bdrv_graph_rdlock_main_loop();
-    drbd_md_note_role(s, DRBD_ROLE_PRIMARY);
-    bdrv_graph_rdunlock_main_loop();
+    drbd_md_sync(s);
     drbd_announce_role(s);
     return 0;
 }
 
 int drbd_demote(BDRVDrbdState *s, Error **errp)
 {
+    DrbdUuids u;
+
     /* Guest requests in flight complete first; later ones are refused */
     bdrv_drained_begin(s->bs);
     drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
     bdrv_drained_end(s->bs);
-    bdrv_graph_rdlock_main_loop();
-    drbd_md_note_role(s, DRBD_ROLE_SECONDARY);
-    bdrv_graph_rdunlock_main_loop();
+    qemu_mutex_lock(&s->lock);
+    drbd_uuids_get_locked(s, &u);
+    drbd_uuid_demote(&u);
+    drbd_uuids_set_locked(s, &u);
+    qemu_mutex_unlock(&s->lock);
+    drbd_md_sync(s);
     drbd_announce_role(s);
     return 0;
 }

@@ -41,6 +41,16 @@
 #define STATE_PAD               2
 #define STATE_SIZE              4
 
+/* UUIDS */
+#define UUIDS_CURRENT           0
+#define UUIDS_BITMAP            8
+#define UUIDS_HISTORY           16
+#define UUIDS_CHANGES           32
+#define UUIDS_FLAGS             40
+#define UUIDS_AFTER_SB          44
+#define UUIDS_PAD               47
+#define UUIDS_SIZE              48
+
 /* STATE_REPLY */
 #define STATE_REPLY_RESULT      0
 #define STATE_REPLY_SIZE        4
@@ -112,6 +122,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
                                 STATE_REPLY_SIZE },
     [DRBD_CMD_BITMAP]       = { "BITMAP", DRBD_RLE_HEADER_SIZE + 1,
                                 DRBD_WIRE_MAX_BITMAP },
+    [DRBD_CMD_UUIDS]        = { "UUIDS", UUIDS_SIZE, UUIDS_SIZE },
 };
 
 const char *drbd_cmd_name(uint16_t cmd)
@@ -322,6 +333,23 @@ void drbd_wire_put_empty(GByteArray *out, uint16_t cmd)
     assert(is_empty_cmd(cmd));
 
     put_header(buf, cmd, 0);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_uuids(GByteArray *out, const DrbdUuidsPacket *u)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + UUIDS_SIZE] = { 0 };
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+
+    assert(!(u->flags & ~DRBD_UUIDS_ALL));
+    put_header(buf, DRBD_CMD_UUIDS, UUIDS_SIZE);
+    stq_be_p(p + UUIDS_CURRENT, u->current);
+    stq_be_p(p + UUIDS_BITMAP, u->bitmap);
+    stq_be_p(p + UUIDS_HISTORY, u->history[0]);
+    stq_be_p(p + UUIDS_HISTORY + 8, u->history[1]);
+    stq_be_p(p + UUIDS_CHANGES, u->changes);
+    stl_be_p(p + UUIDS_FLAGS, u->flags);
+    memcpy(p + UUIDS_AFTER_SB, u->after_sb, 3);
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -540,6 +568,43 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
     }
 
     *s = sizes;
+    return 0;
+}
+
+int drbd_wire_get_uuids(const uint8_t *buf, size_t len, DrbdUuidsPacket *u,
+                        Error **errp)
+{
+    DrbdUuidsPacket uuids;
+    int i;
+
+    if (check_len("UUIDS", len, UUIDS_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    uuids.current = ldq_be_p(buf + UUIDS_CURRENT);
+    uuids.bitmap = ldq_be_p(buf + UUIDS_BITMAP);
+    uuids.history[0] = ldq_be_p(buf + UUIDS_HISTORY);
+    uuids.history[1] = ldq_be_p(buf + UUIDS_HISTORY + 8);
+    uuids.changes = ldq_be_p(buf + UUIDS_CHANGES);
+    uuids.flags = ldl_be_p(buf + UUIDS_FLAGS);
+    memcpy(uuids.after_sb, buf + UUIDS_AFTER_SB, 3);
+
+    if (uuids.flags & ~DRBD_UUIDS_ALL) {
+        error_setg(errp, "UUIDS packet: unknown flags 0x%" PRIx32,
+                   uuids.flags & ~DRBD_UUIDS_ALL);
+        return -EINVAL;
+    }
+    for (i = 0; i < 3; i++) {
+        if (uuids.after_sb[i] > DRBD_WIRE_AFTER_SB_MAX) {
+            error_setg(errp, "UUIDS packet: unknown after-sb-%dpri policy "
+                       "%u", i, uuids.after_sb[i]);
+            return -EINVAL;
+        }
+    }
+    if (buf[UUIDS_PAD]) {
+        error_setg(errp, "UUIDS packet: padding is not zero");
+        return -EINVAL;
+    }
+    *u = uuids;
     return 0;
 }
 

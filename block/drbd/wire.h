@@ -71,6 +71,8 @@ typedef enum DrbdCmd {
     DRBD_CMD_STATE_REPLY    = 19,   /* DRBD_STATE_REPLY_* */
     /* handshake, data channel: the out-of-sync bitmap, rle.h's chunks */
     DRBD_CMD_BITMAP         = 20,
+    /* handshake, data channel: generation UUIDs and resync options */
+    DRBD_CMD_UUIDS          = 21,
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -101,6 +103,23 @@ typedef struct DrbdStatePacket {
     uint8_t role;               /* DrbdRole as in qapi/drbd.json */
     uint8_t disk_state;         /* DrbdDiskState as in qapi/drbd.json */
 } DrbdStatePacket;
+
+/* Bits of DrbdUuidsPacket.flags */
+#define DRBD_UUIDS_CRASHED_PRIMARY  (1u << 0)  /* stopped while primary */
+#define DRBD_UUIDS_DISCARD_MY_DATA  (1u << 1)  /* the operator said so */
+#define DRBD_UUIDS_ALL              (DRBD_UUIDS_CRASHED_PRIMARY | \
+                                     DRBD_UUIDS_DISCARD_MY_DATA)
+/* The highest after-sb policy number a decoder accepts */
+#define DRBD_WIRE_AFTER_SB_MAX      15
+
+typedef struct DrbdUuidsPacket {
+    uint64_t current;
+    uint64_t bitmap;
+    uint64_t history[2];
+    uint64_t changes;           /* bits set in the sender's bitmap */
+    uint32_t flags;             /* DRBD_UUIDS_* */
+    uint8_t after_sb[3];        /* after-sb-0pri, -1pri, -2pri (uuid.h) */
+} DrbdUuidsPacket;
 
 /* The highest values of DrbdStatePacket's fields that a decoder accepts */
 #define DRBD_WIRE_ROLE_MAX          2
@@ -184,6 +203,7 @@ void drbd_wire_put_barrier(GByteArray *out, uint16_t cmd,
                            const DrbdBarrier *b);
 /* @cmd is PING, PING_ACK or RS_DONE: a header and no payload */
 void drbd_wire_put_empty(GByteArray *out, uint16_t cmd);
+void drbd_wire_put_uuids(GByteArray *out, const DrbdUuidsPacket *u);
 /* A BITMAP packet carrying the @len bytes of an encoded chunk */
 void drbd_wire_put_bitmap(GByteArray *out, const uint8_t *chunk, size_t len);
 
@@ -203,6 +223,8 @@ int drbd_wire_get_header(const uint8_t *buf, DrbdHeader *h, Error **errp);
 int drbd_wire_get_hello(const uint8_t *buf, size_t len, DrbdHello *h,
                         Error **errp);
 int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
+                        Error **errp);
+int drbd_wire_get_uuids(const uint8_t *buf, size_t len, DrbdUuidsPacket *u,
                         Error **errp);
 int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
                         Error **errp);

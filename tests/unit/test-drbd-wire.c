@@ -651,6 +651,48 @@ static void test_bitmap(void)
     assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
 }
 
+/* UUIDS: what is encoded decodes the same; bad fields are refused */
+static void test_uuids(void)
+{
+    g_autoptr(GByteArray) out = g_byte_array_new();
+    DrbdUuidsPacket u = {
+        .current = 0x1122334455667788ULL, .bitmap = 0x99,
+        .history = { 0xaabbccddeeff0011ULL, 4 }, .changes = 12345,
+        .flags = DRBD_UUIDS_CRASHED_PRIMARY, .after_sb = { 1, 7, 0 },
+    };
+    DrbdUuidsPacket v;
+    uint8_t *p;
+    Error *err = NULL;
+
+    drbd_wire_put_uuids(out, &u);
+    p = (uint8_t *)check_header(out, DRBD_CMD_UUIDS);
+    g_assert_cmpuint(out->len, ==, HDR + 48);
+    g_assert_cmpuint(ldq_be_p(p), ==, u.current);
+    g_assert_cmpuint(ldq_be_p(p + 32), ==, 12345);
+    g_assert_cmpuint(p[44], ==, 1);
+    g_assert_cmpint(drbd_wire_get_uuids(p, 48, &v, &error_abort), ==, 0);
+    g_assert_cmpuint(v.current, ==, u.current);
+    g_assert_cmpuint(v.bitmap, ==, u.bitmap);
+    g_assert_cmpuint(v.history[0], ==, u.history[0]);
+    g_assert_cmpuint(v.history[1], ==, u.history[1]);
+    g_assert_cmpuint(v.changes, ==, u.changes);
+    g_assert_cmpuint(v.flags, ==, u.flags);
+    g_assert(memcmp(v.after_sb, u.after_sb, 3) == 0);
+
+    assert_failed(drbd_wire_get_uuids(p, 47, &v, &err), &err);
+    p[43] = 4;                                  /* unknown flag */
+    assert_failed_with(drbd_wire_get_uuids(p, 48, &v, &err), &err,
+                       "UUIDS packet: unknown flags 0x4");
+    p[43] = 1;
+    p[45] = 16;                                 /* unknown policy */
+    assert_failed_with(drbd_wire_get_uuids(p, 48, &v, &err), &err,
+                       "UUIDS packet: unknown after-sb-1pri policy 16");
+    p[45] = 7;
+    p[47] = 1;                                  /* padding */
+    assert_failed_with(drbd_wire_get_uuids(p, 48, &v, &err), &err,
+                       "UUIDS packet: padding is not zero");
+}
+
 static void test_header_invalid(void)
 {
     static const struct {
@@ -1333,6 +1375,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/round-trip/empty", test_round_trip_empty);
     g_test_add_func("/drbd-wire/header/invalid", test_header_invalid);
     g_test_add_func("/drbd-wire/bitmap", test_bitmap);
+    g_test_add_func("/drbd-wire/uuids", test_uuids);
     g_test_add_func("/drbd-wire/data/invalid", test_data_invalid);
     g_test_add_func("/drbd-wire/block-ack/invalid", test_block_ack_invalid);
     g_test_add_func("/drbd-wire/barrier/invalid", test_barrier_invalid);
