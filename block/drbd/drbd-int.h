@@ -196,6 +196,7 @@ struct BDRVDrbdState {
     bool al_writing;            /* a transaction is being written */
     CoQueue al_queue;           /* begins waiting for a transaction */
     uint32_t al_recovered;      /* extents marked after an unclean stop */
+    bool al_damaged;            /* the AL ring could not be recovered */
 
     /* The connection: one peer for now */
     DrbdPeer *peer;
@@ -228,6 +229,7 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
                     int peer_role, int peer_disk, const char *reason);
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
 void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
+int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp);
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
 
@@ -244,10 +246,13 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
 int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
 void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
+int coroutine_fn GRAPH_RDLOCK
+drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);
 void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
 void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
 uint64_t drbd_fresh_uuid(void);
 int drbd_md_sync(BDRVDrbdState *s);
+int drbd_md_sync_all(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s);
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,

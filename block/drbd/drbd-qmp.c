@@ -76,6 +76,24 @@ void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
     drbd_connect_again(s, has_discard_my_data && discard_my_data);
 }
 
+void qmp_drbd_invalidate(const char *node_name, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_invalidate(s, false, errp);
+    }
+}
+
+void qmp_drbd_invalidate_remote(const char *node_name, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_invalidate(s, true, errp);
+    }
+}
+
 void qmp_drbd_demote(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);

@@ -336,6 +336,10 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     if (s->listen_addr || s->peer_addr) {
         ret = drbd_conn_start(s, errp);
         if (ret < 0) {
+            /* Leave the metadata as a clean close would: nothing ran */
+            bdrv_graph_rdlock_main_loop();
+            drbd_md_close(s);
+            bdrv_graph_rdunlock_main_loop();
             goto fail;
         }
         if (opts->has_wfc_timeout && opts->wfc_timeout) {
@@ -738,6 +742,12 @@ drbd_co_getlength(BlockDriverState *bs)
     return s->size;
 }
 
+static int coroutine_fn GRAPH_RDLOCK
+drbd_co_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    return drbd_md_check(bs->opaque, res, fix);
+}
+
 static ImageInfoSpecific * GRAPH_RDLOCK
 drbd_get_specific_info(BlockDriverState *bs, Error **errp)
 {
@@ -931,6 +941,7 @@ static BlockDriver bdrv_drbd = {
     .bdrv_drain_end             = drbd_drain_end,
 
     .bdrv_get_specific_info     = drbd_get_specific_info,
+    .bdrv_co_check              = drbd_co_check,
     .bdrv_co_create             = drbd_co_create,
     .bdrv_co_create_opts        = drbd_co_create_opts,
     .create_opts                = &drbd_create_opts,

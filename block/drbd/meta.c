@@ -456,6 +456,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
         }
         drbd_oos_set_locked(s, 0, s->size);
         found = false;
+        s->al_damaged = true;
     }
     for (i = 0; i < s->md.al_extents; i++) {
         if (slots[i] != DRBD_AL_EXTENT_NONE && slots[i] >= nextents) {
@@ -514,6 +515,31 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
 {
     int ret;
 
+    if (s->al_damaged) {
+        /*
+         * Start the ring afresh, so that the damaged block is not read
+         * again; the whole device's marks are on disk before that
+         */
+        ret = drbd_bm_write_blocks(s, NULL, 0);
+        if (ret == 0) {
+            ret = bdrv_flush(s->md_child->bs);
+        }
+        if (ret == 0) {
+            ret = bdrv_pwrite_zeroes(s->md_child, s->md.al_offset,
+                                     (int64_t)s->md.al_blocks *
+                                     DRBD_MD_BLOCK_SIZE, 0);
+        }
+        if (ret == 0) {
+            ret = bdrv_flush(s->md_child->bs);
+        }
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not reset the activity log "
+                             "of '%s'", s->md_child->bs->filename);
+            return ret;
+        }
+        s->al_damaged = false;
+    }
+
     qemu_mutex_lock(&s->lock);
     s->md.flags &= ~DRBD_MDF_AL_CLEAN;
     qemu_mutex_unlock(&s->lock);
@@ -570,6 +596,28 @@ static int GRAPH_RDLOCK drbd_md_sync_locked_graph(BDRVDrbdState *s)
     return ret;
 }
 
+/* The whole bitmap as it is in memory, then the superblock */
+int drbd_md_sync_all(BDRVDrbdState *s)
+{
+    int ret;
+
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    if (!s->md_child || !s->md_writable || s->md_failed) {
+        return 0;
+    }
+    ret = drbd_bm_write_blocks(s, NULL, 0);
+    if (ret == 0) {
+        ret = bdrv_flush(s->md_child->bs);
+    }
+    if (ret < 0) {
+        qemu_mutex_lock(&s->lock);
+        drbd_md_failed(s, ret, "bitmap");
+        qemu_mutex_unlock(&s->lock);
+        return ret;
+    }
+    return drbd_md_sync_locked_graph(s);
+}
+
 int drbd_md_sync(BDRVDrbdState *s)
 {
     GRAPH_RDLOCK_GUARD_MAINLOOP();
@@ -608,6 +656,50 @@ void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
                      "%s; the next open resyncs the activity log",
                      bdrv_get_node_name(s->bs), strerror(-ret));
     }
+}
+
+/*
+ * qemu-img check: the open has checked the superblock, the layout and
+ * the activity log already (and refused what is damaged).  What is left
+ * to report is an activity log that an unclean stop left unapplied; with
+ * -r, its extents' marks are written to the bitmap on disk.
+ */
+int coroutine_fn GRAPH_RDLOCK
+drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    uint32_t n = s->al_recovered;
+    int ret;
+
+    if (!s->md_child) {
+        return 0;
+    }
+    res->image_end_offset = s->md_child == s->bs->file ?
+                            s->md_sb_offset + DRBD_MD_BLOCK_SIZE : s->size;
+    if (!n) {
+        return 0;
+    }
+    if (!(fix & BDRV_FIX_ERRORS) || !s->md_writable) {
+        fprintf(stderr, "ERROR the activity log holds %" PRIu32 " extents "
+                "(%" PRIu64 " MiB) of an unclean stop that are not marked "
+                "out of sync on disk yet\n", n,
+                (uint64_t)n * DRBD_AL_EXTENT_SIZE / MiB);
+        res->corruptions += n;
+        return 0;
+    }
+    fprintf(stderr, "Repairing the activity log: %" PRIu32 " extents of an "
+            "unclean stop marked out of sync\n", n);
+    ret = drbd_bm_write_blocks(s, NULL, 0);
+    if (ret == 0) {
+        ret = bdrv_co_flush(s->md_child->bs);
+    }
+    if (ret < 0) {
+        fprintf(stderr, "ERROR writing the bitmap: %s\n", strerror(-ret));
+        res->check_errors++;
+        return ret;
+    }
+    res->corruptions_fixed += n;
+    s->al_recovered = 0;
+    return 0;
 }
 
 void drbd_md_free(BDRVDrbdState *s)

@@ -165,6 +165,75 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     return 0;
 }
 
+/*
+ * drbd-invalidate: our data is to be replaced by the peer's, all of it;
+ * drbd-invalidate-remote: the peer's by ours.  Both mark the whole disk
+ * out of sync, durably, and let the handshake (again, if connected)
+ * start the resync: an inconsistent disk is always the sync target, and
+ * a new generation makes this node the source.
+ */
+int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
+{
+    const char *name = bdrv_get_node_name(s->bs);
+    DrbdPeer *peer;
+    DrbdUuids u;
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    if (!remote && s->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s' is primary: demote it before discarding its "
+                   "data", name);
+        return -EBUSY;
+    }
+    if (remote && s->disk != DRBD_DISK_STATE_UP_TO_DATE) {
+        DrbdDiskState disk = s->disk;
+
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': the local data is %s: it cannot replace "
+                   "the peer's", name, DrbdDiskState_str(disk));
+        return -EAGAIN;
+    }
+    if (remote && s->peer_role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': the peer is primary: demote it before "
+                   "discarding its data", name);
+        return -EBUSY;
+    }
+    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+        s->cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': a resync is running", name);
+        return -EBUSY;
+    }
+    drbd_oos_set_locked(s, 0, s->size);
+    if (remote) {
+        drbd_uuids_get_locked(s, &u);
+        drbd_uuid_new_current(&u, drbd_fresh_uuid());
+        drbd_uuids_set_locked(s, &u);
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (!remote) {
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+                       "invalidated: full resync from the peer");
+    }
+    ret = drbd_md_sync_all(s);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "'%s': could not write the metadata",
+                         name);
+        return ret;
+    }
+
+    peer = drbd_peer_get(s);
+    if (peer) {
+        drbd_peer_fail(peer, remote ? "the peer's data was invalidated" :
+                       "the local data was invalidated");
+        drbd_peer_put(peer);
+    }
+    return 0;
+}
+
 int drbd_demote(BDRVDrbdState *s, Error **errp)
 {
     DrbdUuids u;
