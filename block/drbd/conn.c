@@ -547,13 +547,14 @@ static void drbd_report_split_brain(BDRVDrbdState *s,
  * the two bitmaps afterwards.
  */
 static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
+                                               DrbdHandshakeSide self,
                                                const DrbdStatePacket *st,
                                                const DrbdUuidsPacket *pu,
                                                HBitmap *their_bm,
                                                Error **errp)
 {
     BDRVDrbdState *s = peer->s;
-    DrbdHandshakeSide self, other = {
+    DrbdHandshakeSide other = {
         .uuids = {
             .current = pu->current, .bitmap = pu->bitmap,
             .history = { pu->history[0], pu->history[1] },
@@ -577,18 +578,9 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
         return -EINVAL;
     }
 
-    qemu_mutex_lock(&s->lock);
-    self = (DrbdHandshakeSide) {
-        .disk = drbd_hs_disk(s->disk),
-        .primary = s->role == DRBD_ROLE_PRIMARY,
-        .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
-        .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
-        .discard_my_data = s->discard_my_data,
-    };
-    drbd_uuids_get_locked(s, &self.uuids);
+    /* Decide from what we sent: the peer decides from the same */
     d = drbd_sync_handshake(&self, &other, s->node_id < s->peer_node_id,
                             &s->sb_cfg, &res);
-    qemu_mutex_unlock(&s->lock);
     trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
                               drbd_uuid_cmp_str(res.uuid_cmp),
                               drbd_sb_resolution_str(res.resolution));
@@ -620,6 +612,7 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
     }
 
     peer->decision = d;
+    peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->hs_uuids = other.uuids;
     drbd_uuid_repair(res.rule, &self.uuids, &peer->hs_uuids);
 
@@ -627,7 +620,8 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
     s->discard_my_data = false;
     s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
     drbd_uuids_set_locked(s, &self.uuids);
-    if (d == DRBD_SYNC_NONE) {
+    if (d == DRBD_SYNC_NONE && res.rule != 0 &&
+        s->role != DRBD_ROLE_PRIMARY) {
         /* The same generation on both sides: nothing differs */
         drbd_oos_reset_locked(s, 0, s->size);
     } else if (d == DRBD_SYNC_FULL_SOURCE || d == DRBD_SYNC_FULL_TARGET) {
@@ -654,8 +648,14 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
          */
         drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
                        "resync from the peer needed");
+        /* What we lack, on disk with it */
+        drbd_md_sync_all_co(s);
     } else if (d != DRBD_SYNC_NONE && !peer->resync_bits) {
-        /* Nothing to send: the resync is over as it starts */
+        /*
+         * Nothing to send: the resync is over as it starts (a primary's
+         * writes from now until the connection is up are sent by a
+         * resync that drbd_peer_run() starts for them)
+         */
         drbd_resync_finished_uuids(peer);
     }
     drbd_md_sync_co(s);
@@ -679,6 +679,7 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
         .protocol = s->protocol,
     };
     DrbdUuidsPacket uuids = { 0 }, their_uuids;
+    DrbdHandshakeSide self;
     DrbdSizes theirs;
     DrbdStatePacket st;
     HBitmap *their_bm = NULL;
@@ -700,6 +701,15 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     uuids.after_sb[0] = s->sb_cfg.after_sb_0pri;
     uuids.after_sb[1] = s->sb_cfg.after_sb_1pri;
     uuids.after_sb[2] = s->sb_cfg.after_sb_2pri;
+    /* What we send is what we decide from */
+    self = (DrbdHandshakeSide) {
+        .disk = drbd_hs_disk(s->disk),
+        .primary = s->role == DRBD_ROLE_PRIMARY,
+        .crashed_primary = uuids.flags & DRBD_UUIDS_CRASHED_PRIMARY,
+        .changes = uuids.changes,
+        .discard_my_data = s->discard_my_data,
+    };
+    drbd_uuids_get_locked(s, &self.uuids);
     qemu_mutex_unlock(&s->lock);
 
     drbd_wire_put_sizes(pkt, &mine);
@@ -748,7 +758,8 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     if (ret < 0) {
         return ret;
     }
-    ret = drbd_sync_handshake_co(peer, &st, &their_uuids, their_bm, errp);
+    ret = drbd_sync_handshake_co(peer, self, &st, &their_uuids, their_bm,
+                                 errp);
     hbitmap_free(their_bm);
     if (ret < 0) {
         return ret;
@@ -790,8 +801,10 @@ static void drbd_peer_free(DrbdPeer *peer)
 /* Establish a connection: the two channels and the handshake */
 static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
 {
+    ERRP_GUARD();
     QIOChannelSocket *data = NULL, *meta = NULL;
     DrbdPeer *peer;
+    int ret;
 
     if (s->connects) {
         data = drbd_connect_channel(s, false, errp);
@@ -810,7 +823,13 @@ static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
     peer = drbd_peer_new(s, data, meta);
     drbd_set_state(s, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
                    "connected, handshake");
-    if (drbd_exchange_params(peer, errp) < 0) {
+    s->handshaking = peer;      /* for drbd_conn_stop() to cut it short */
+    ret = s->closing ? -ECANCELED : drbd_exchange_params(peer, errp);
+    s->handshaking = NULL;
+    if (ret < 0) {
+        if (s->closing && !*errp) {
+            error_setg(errp, "closing");
+        }
         drbd_peer_free(peer);
         return NULL;
     }
@@ -1456,17 +1475,31 @@ static void coroutine_fn drbd_resync_co(void *opaque)
 /* Run an established connection until it breaks */
 static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
 {
-    bool resync = peer->resync_bits > 0;
     bool new_generation;
     DrbdUuids u;
-    bool sync_source = resync && (peer->decision == DRBD_SYNC_SOURCE ||
-                                  peer->decision == DRBD_SYNC_FULL_SOURCE);
-    bool sync_target = resync && (peer->decision == DRBD_SYNC_TARGET ||
-                                  peer->decision == DRBD_SYNC_FULL_TARGET);
+    bool sync_source, sync_target;
 
     qemu_mutex_lock(&s->lock);
+    /*
+     * From here on guest writes go to the peer.  What is marked now is
+     * what the peer lacks (on a target: what we lack) - the handshake's
+     * union plus what a primary wrote while it ran: a source, or a
+     * primary, sends it
+     */
+    sync_target = peer->resync_bits &&
+                  (peer->decision == DRBD_SYNC_TARGET ||
+                   peer->decision == DRBD_SYNC_FULL_TARGET);
+    sync_source = !sync_target && hbitmap_count(s->oos) &&
+                  (peer->decision == DRBD_SYNC_SOURCE ||
+                   peer->decision == DRBD_SYNC_FULL_SOURCE ||
+                   s->role == DRBD_ROLE_PRIMARY);
     s->peer = peer;
     g_clear_pointer(&s->last_error, g_free);
+    if (s->closing) {
+        qemu_mutex_unlock(&s->lock);
+        drbd_peer_fail(peer, "the node is closing");
+        qemu_mutex_lock(&s->lock);
+    }
     if (sync_target) {
         peer->sync_target = true;
         s->resync_total = hbitmap_count(s->oos);
@@ -1602,6 +1635,12 @@ void drbd_conn_stop(BDRVDrbdState *s)
     }
     if (s->establishing) {
         qio_channel_shutdown(QIO_CHANNEL(s->establishing),
+                             QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+    }
+    if (s->handshaking) {
+        qio_channel_shutdown(QIO_CHANNEL(s->handshaking->data),
+                             QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+        qio_channel_shutdown(QIO_CHANNEL(s->handshaking->meta),
                              QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
     }
     if (s->listener) {

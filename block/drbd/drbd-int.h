@@ -104,6 +104,7 @@ typedef struct DrbdPeer {
     DrbdSyncDecision decision;
     DrbdUuids hs_uuids;
     uint64_t resync_bits;       /* bits of the union, when a resync starts */
+    bool uuids_synced;          /* both nodes are in one generation now */
 
     /* In the node's AioContext only */
     bool ping_answered;
@@ -188,6 +189,9 @@ struct BDRVDrbdState {
     BdrvChild *md_child;        /* bs->file or meta */
     bool md_writable;           /* the node may write its metadata */
     bool md_failed;             /* a metadata write failed */
+    bool md_primary_pending;    /* becoming primary: say so on disk */
+    uint64_t md_seq;            /* superblock snapshots taken */
+    uint64_t md_seq_written;    /* the newest of them on disk */
     uint64_t md_sb_offset;
     DrbdSuperblock md;
     unsigned long *bm_dirty;    /* on-disk bitmap blocks changed */
@@ -208,6 +212,7 @@ struct BDRVDrbdState {
     /* In the node's AioContext only */
     QIOChannelSocket *listener;
     QIOChannelSocket *establishing;   /* a channel in its handshake */
+    DrbdPeer *handshaking;      /* a connection in its handshake */
     Coroutine *conn_co;         /* the connection manager */
     QemuCoSleep conn_sleep;
     bool closing;
@@ -253,6 +258,8 @@ void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
 uint64_t drbd_fresh_uuid(void);
 int drbd_md_sync(BDRVDrbdState *s);
 int drbd_md_sync_all(BDRVDrbdState *s);
+int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s);
+int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s);
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,

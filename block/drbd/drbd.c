@@ -451,6 +451,10 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
             aio_co_wake(req->waiter);
             req->waiter = NULL;
         }
+        if (s->al) {
+            /* A write waiting for an AL slot may close this epoch now */
+            qemu_co_queue_restart_all(&s->al_queue);
+        }
     }
     if (actions & DRBD_RA_DESTROY) {
         if (req->in_tl) {
@@ -522,7 +526,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     int ret;
 
     ret = drbd_check_primary(s, "write");
-    if (ret < 0) {
+    if (ret < 0 || !bytes) {
         return ret;
     }
     if (flags & BDRV_REQ_FUA) {

@@ -27,6 +27,7 @@
 #include "block/block_int.h"
 #include "qapi/error.h"
 #include "qemu/bitmap.h"
+#include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/guest-random.h"
 #include "system/block-backend.h"
@@ -144,19 +145,28 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
     return 0;
 }
 
-/* Write the superblock as s->md says, durably */
+/*
+ * Write the superblock as the node is now, durably.  Writers from the
+ * main loop and from coroutines may overlap: a writer whose snapshot
+ * lands after a newer one writes again, so that the last write to land
+ * is the newest state.
+ */
 static int GRAPH_RDLOCK drbd_md_write_sb(BDRVDrbdState *s)
 {
     g_autofree uint8_t *buf = qemu_blockalign(s->md_child->bs,
                                               DRBD_MD_BLOCK_SIZE);
     DrbdSuperblock sb;
+    uint64_t seq;
+    int ret;
 
+again:
     qemu_mutex_lock(&s->lock);
+    seq = ++s->md_seq;
     sb = s->md;
     sb.al_tr_number = s->al_tr_number;
     sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE |
                   DRBD_MDF_PRIMARY_IND);
-    if (s->role == DRBD_ROLE_PRIMARY) {
+    if (s->role == DRBD_ROLE_PRIMARY || s->md_primary_pending) {
         sb.flags |= DRBD_MDF_PRIMARY_IND;
     }
     if (s->disk == DRBD_DISK_STATE_UP_TO_DATE) {
@@ -169,7 +179,19 @@ static int GRAPH_RDLOCK drbd_md_write_sb(BDRVDrbdState *s)
     }
     qemu_mutex_unlock(&s->lock);
     drbd_md_sb_encode(&sb, buf);
-    return drbd_md_write_block(s, s->md_sb_offset, buf, BDRV_REQ_FUA);
+    ret = drbd_md_write_block(s, s->md_sb_offset, buf, BDRV_REQ_FUA);
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_mutex_lock(&s->lock);
+    if (s->md_seq_written > seq) {
+        /* A newer snapshot landed before this older one */
+        qemu_mutex_unlock(&s->lock);
+        goto again;
+    }
+    s->md_seq_written = seq;
+    qemu_mutex_unlock(&s->lock);
+    return 0;
 }
 
 /*
@@ -294,6 +316,26 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
         r = drbd_al_cache_begin_range(s->al, first, last);
         if (r != DRBD_AL_BUSY) {
             break;
+        }
+        if (s->epoch_needs_barrier) {
+            /*
+             * Completed writes of the open epoch keep their extents until
+             * its barrier is acked (protocols A and B): close it, or the
+             * slots never come free
+             */
+            DrbdPeer *peer;
+            uint32_t epoch;
+
+            qemu_mutex_unlock(&s->lock);
+            peer = drbd_peer_get(s);
+            if (peer) {
+                drbd_send_barrier(peer, false, &epoch);
+                drbd_peer_put(peer);
+            }
+            qemu_mutex_lock(&s->lock);
+            if (peer) {
+                continue;
+            }
         }
         qemu_co_queue_wait(&s->al_queue, &s->lock);
     }
@@ -597,11 +639,10 @@ static int GRAPH_RDLOCK drbd_md_sync_locked_graph(BDRVDrbdState *s)
 }
 
 /* The whole bitmap as it is in memory, then the superblock */
-int drbd_md_sync_all(BDRVDrbdState *s)
+static int GRAPH_RDLOCK drbd_md_sync_all_locked_graph(BDRVDrbdState *s)
 {
     int ret;
 
-    GRAPH_RDLOCK_GUARD_MAINLOOP();
     if (!s->md_child || !s->md_writable || s->md_failed) {
         return 0;
     }
@@ -616,6 +657,25 @@ int drbd_md_sync_all(BDRVDrbdState *s)
         return ret;
     }
     return drbd_md_sync_locked_graph(s);
+}
+
+int drbd_md_sync_all(BDRVDrbdState *s)
+{
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    return drbd_md_sync_all_locked_graph(s);
+}
+
+int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s)
+{
+    GRAPH_RDLOCK_GUARD();
+    return drbd_md_sync_all_locked_graph(s);
+}
+
+/* The local data on disk, before the metadata says it is up to date */
+int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s)
+{
+    GRAPH_RDLOCK_GUARD();
+    return bdrv_co_flush(s->bs->file->bs);
 }
 
 int drbd_md_sync(BDRVDrbdState *s)
@@ -709,6 +769,55 @@ void drbd_md_free(BDRVDrbdState *s)
 }
 
 /*
+ * Whether the first @bytes of @blk read as zeroes, as a fresh file's:
+ * holes are, and allocated ranges (a fresh file's first block is) are
+ * read, up to a few MiB in all
+ */
+#define DRBD_ZERO_CHECK_READ_MAX    (16 * MiB)
+#define DRBD_ZERO_CHECK_CHUNK       (1 * MiB)
+
+static bool coroutine_fn GRAPH_UNLOCKED
+drbd_data_is_zero(BlockBackend *blk, int64_t bytes)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    g_autofree uint8_t *buf = NULL;
+    int64_t offset = 0, pnum, budget = DRBD_ZERO_CHECK_READ_MAX;
+
+    while (offset < bytes) {
+        int ret;
+
+        bdrv_graph_co_rdlock();
+        ret = bdrv_co_block_status_above(bs, NULL, offset, bytes - offset,
+                                         &pnum, NULL, NULL);
+        bdrv_graph_co_rdunlock();
+        if (ret < 0 || pnum <= 0) {
+            return false;
+        }
+        if (!(ret & BDRV_BLOCK_ZERO)) {
+            int64_t end = offset + pnum;
+
+            if (pnum > budget) {
+                return false;
+            }
+            budget -= pnum;
+            buf = buf ?: blk_blockalign(blk, DRBD_ZERO_CHECK_CHUNK);
+            while (offset < end) {
+                int64_t n = MIN(end - offset, DRBD_ZERO_CHECK_CHUNK);
+
+                if (blk_co_pread(blk, offset, n, buf, 0) < 0 ||
+                    !buffer_is_zero(buf, n)) {
+                    return false;
+                }
+                offset += n;
+            }
+            continue;
+        }
+        offset += pnum;
+    }
+    return true;
+}
+
+/*
  * Create: fresh metadata over @file (and @meta, for external metadata)
  */
 int coroutine_fn GRAPH_UNLOCKED
@@ -758,12 +867,18 @@ drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
 
     qemu_guest_getrandom_nofail(&uuid, sizeof(uuid));
     drbd_md_sb_init(&sb, &layout, 0, uuid);
+    if (drbd_data_is_zero(file, data_size)) {
+        /*
+         * All zeroes, as a fresh peer's: the two are in sync from the
+         * start, without a full resync
+         */
+        sb.flags |= DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE;
+        sb.uuid_current = DRBD_UUID_ZEROED;
+    }
     /*
-     * All zeroes, as a fresh peer's: the two are in sync from the start,
-     * without a full resync (as DRBD's two just-created devices)
+     * Else "just created" and inconsistent, as DRBD's fresh metadata:
+     * the node opened as primary first is the source of a full resync
      */
-    sb.flags |= DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE;
-    sb.uuid_current = DRBD_UUID_ZEROED;
     buf = qemu_blockalign(blk_bs(md_blk), DRBD_MD_BLOCK_SIZE);
     drbd_md_sb_encode(&sb, buf);
     ret = blk_co_pwrite(md_blk, layout.sb_offset, DRBD_MD_BLOCK_SIZE, buf,

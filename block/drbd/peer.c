@@ -331,6 +331,11 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
                    "of sync", left);
         return -EPROTO;
     }
+    /* What the resync wrote is on disk before we say we are up to date */
+    if (drbd_data_flush_co(s) < 0) {
+        error_setg(errp, "flushing the resynchronized data failed");
+        return -EIO;
+    }
     drbd_resync_finished_uuids(peer);
     drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED,
                    DRBD_DISK_STATE_UP_TO_DATE, -1, DRBD_DISK_STATE_UP_TO_DATE,

@@ -181,6 +181,12 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
     DrbdUuids u;
 
     qemu_mutex_lock(&s->lock);
+    if (peer->uuids_synced) {
+        /* A late resync of writes made during the handshake */
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    peer->uuids_synced = true;
     drbd_uuids_get_locked(s, &u);
     if (peer->decision == DRBD_SYNC_SOURCE ||
         peer->decision == DRBD_SYNC_FULL_SOURCE) {
@@ -193,7 +199,6 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
         u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
     }
     drbd_uuids_set_locked(s, &u);
-    peer->decision = DRBD_SYNC_NONE;
     qemu_mutex_unlock(&s->lock);
 }
 

@@ -129,6 +129,12 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_setg(errp, "'%s': the peer is primary; demote it first", name);
         return -EBUSY;
     }
+    if (s->cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': the connection handshake is running; try "
+                   "again", name);
+        return -EAGAIN;
+    }
     if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force) {
         DrbdDiskState disk = s->disk;
 
@@ -151,16 +157,24 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
      */
     qemu_mutex_lock(&s->lock);
     drbd_uuids_get_locked(s, &u);
-    drbd_uuid_promote(&u, s->cstate >= DRBD_CONN_STATE_CONNECTED &&
-                      s->peer_disk == DRBD_DISK_STATE_UP_TO_DATE, force,
+    /*
+     * Connected, the peer gets every write (and a running resync the
+     * rest): no new generation, as with DRBD
+     */
+    drbd_uuid_promote(&u, s->cstate >= DRBD_CONN_STATE_CONNECTED, force,
                       drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
+    /* On disk before the first write as primary can be */
+    s->md_primary_pending = true;
     qemu_mutex_unlock(&s->lock);
+    drbd_md_sync(s);
 
     drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
-    drbd_md_sync(s);
+    qemu_mutex_lock(&s->lock);
+    s->md_primary_pending = false;
+    qemu_mutex_unlock(&s->lock);
     drbd_announce_role(s);
     return 0;
 }
@@ -207,11 +221,14 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
         return -EBUSY;
     }
     drbd_oos_set_locked(s, 0, s->size);
+    drbd_uuids_get_locked(s, &u);
     if (remote) {
-        drbd_uuids_get_locked(s, &u);
         drbd_uuid_new_current(&u, drbd_fresh_uuid());
-        drbd_uuids_set_locked(s, &u);
+    } else {
+        /* Our data names no generation any more: any peer's is newer */
+        drbd_uuid_init(&u);
     }
+    drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
 
     if (!remote) {
