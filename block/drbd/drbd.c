@@ -746,6 +746,36 @@ drbd_co_getlength(BlockDriverState *bs)
     return s->size;
 }
 
+/*
+ * Inactivation (the source side of a migration, or qemu-img handing the
+ * image on) leaves the metadata as a clean close does; activation says
+ * again that the node runs.  The metadata read at open is kept: live
+ * migration of a node with a peer is not supported.
+ */
+static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    if (s->md_child && s->md_writable) {
+        drbd_md_close(s);
+        s->md_writable = false;
+    }
+    return s->md_failed ? -EIO : 0;
+}
+
+static void coroutine_fn GRAPH_RDLOCK
+drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    if (s->md_child && !s->md_writable && (bs->open_flags & BDRV_O_RDWR)) {
+        s->md_writable = true;
+        if (drbd_md_open_commit(s, errp) < 0) {
+            s->md_writable = false;
+        }
+    }
+}
+
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 {
@@ -946,6 +976,8 @@ static BlockDriver bdrv_drbd = {
 
     .bdrv_get_specific_info     = drbd_get_specific_info,
     .bdrv_co_check              = drbd_co_check,
+    .bdrv_inactivate            = drbd_inactivate,
+    .bdrv_co_invalidate_cache   = drbd_co_invalidate_cache,
     .bdrv_co_create             = drbd_co_create,
     .bdrv_co_create_opts        = drbd_co_create_opts,
     .create_opts                = &drbd_create_opts,

@@ -309,7 +309,7 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
 
     qemu_mutex_lock(&s->lock);
     for (;;) {
-        if (s->md_failed) {
+        if (s->md_failed || !s->md_writable) {
             qemu_mutex_unlock(&s->lock);
             return -EIO;
         }
