@@ -20,15 +20,23 @@
 # machines this runs on are noisy: all configurations are up at once, the
 # runs go round-robin over them, each number is the median of --repeat
 # runs, and the table shows ratios to nbd-forward and mirror-wb measured in
-# the same run.
+# the same run.  It also shows the CPU time all processes of a
+# configuration (the client included) spent per write: on a machine with
+# few cores, throughput at a high queue depth is bounded by it.
 #
-# usage: drbd-bench.py BUILDDIR [--repeat N] [--quick]
+# --disk-latency-ns gives every null-co disk a latency, as a real disk
+# has: then what the engine does in parallel (a drbd primary writes
+# locally and to the peer at once; mirror's write-blocking mode writes to
+# the source, then to the target) shows.
+#
+# usage: drbd-bench.py BUILDDIR [--repeat N] [--quick] [--disk-latency-ns N]
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,6 +49,8 @@ parser.add_argument('--repeat', type=int, default=5)
 parser.add_argument('--quick', action='store_true',
                     help='fewer requests per run, for a smoke test')
 parser.add_argument('--port', type=int, default=17900)
+parser.add_argument('--disk-latency-ns', type=int, default=0,
+                    help='latency of every null-co disk')
 parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
                     'drbd-C (ratios need nbd-forward and mirror-wb)')
@@ -95,7 +105,16 @@ class Daemon:
 
 
 def null(name):
-    return f'driver=null-co,node-name={name},size={SIZE}'
+    latency = (f',latency-ns={args.disk_latency_ns}'
+               if args.disk_latency_ns else '')
+    return f'driver=null-co,node-name={name},size={SIZE}{latency}'
+
+
+def cpu_seconds(pid):
+    """User and system CPU time of a running process, in seconds"""
+    with open(f'/proc/{pid}/stat', encoding='ascii') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 class Setup:
@@ -186,14 +205,24 @@ class Setup:
             d.stop()
 
 
-def bench_once(target, size, depth, count):
+def children_cpu_seconds():
+    """CPU time of the reaped children (the qemu-img runs), in seconds"""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def bench_once(setup, size, depth, count):
+    """IOPS, and CPU microseconds per write of all processes involved"""
+    pids = [d.proc.pid for d in setup.daemons]
+    before = sum(cpu_seconds(p) for p in pids) + children_cpu_seconds()
     out = subprocess.run([QEMU_IMG, 'bench', '-w', '-c', str(count),
-                          '-d', str(depth), '-s', size] + target,
+                          '-d', str(depth), '-s', size] + setup.target,
                          check=True, capture_output=True, text=True).stdout
+    cpu = sum(cpu_seconds(p) for p in pids) + children_cpu_seconds() - before
     m = re.search(r'Run completed in ([0-9.]+) seconds', out)
     if not m:
         raise RuntimeError('unexpected qemu-img bench output: ' + out)
-    return count / float(m.group(1))
+    return count / float(m.group(1)), cpu * 1e6 / count
 
 
 KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
@@ -209,6 +238,7 @@ def main():
     skewing the one that happened to run then.
     """
     runs = {}
+    cpus = {}
     setups = []
     with tempfile.TemporaryDirectory(prefix='drbd-bench-') as workdir:
         try:
@@ -217,30 +247,36 @@ def main():
             for rep in range(args.repeat):
                 for setup in setups:
                     for name, size, depth, count in WORKLOADS:
-                        iops = bench_once(setup.target, size, depth, count)
+                        iops, cpu = bench_once(setup, size, depth, count)
                         runs.setdefault((setup.kind, name), []).append(iops)
+                        cpus.setdefault((setup.kind, name), []).append(cpu)
                         print(f'run {rep + 1}: {setup.kind:12} {name:9} '
-                              f'{iops:10.0f} IOPS', file=sys.stderr,
-                              flush=True)
+                              f'{iops:10.0f} IOPS {cpu:7.1f} us CPU/write',
+                              file=sys.stderr, flush=True)
         finally:
             for setup in setups:
                 setup.stop()
     results = {k: statistics.median(v) for k, v in runs.items()}
+    cpu = {k: statistics.median(v) for k, v in cpus.items()}
 
     if 'nbd-forward' not in KINDS or 'mirror-wb' not in KINDS:
         return
+    print(f'disk latency {args.disk_latency_ns} ns, median of {args.repeat} '
+          'runs')
     print('| configuration | ' +
           ' | '.join(f'{w[0]} IOPS' for w in WORKLOADS) +
           ' | ' + ' | '.join(f'{w[0]} vs nbd-forward' for w in WORKLOADS) +
           ' | ' + ' | '.join(f'{w[0]} vs mirror-wb' for w in WORKLOADS) +
+          ' | ' + ' | '.join(f'{w[0]} CPU us/write' for w in WORKLOADS) +
           ' |')
-    print('|' + ' --- |' * (1 + 3 * len(WORKLOADS)))
+    print('|' + ' --- |' * (1 + 4 * len(WORKLOADS)))
     for kind in KINDS:
         row = [f'{results[(kind, w[0])]:.0f}' for w in WORKLOADS]
         row += [f'{results[(kind, w[0])] / results[("nbd-forward", w[0])]:.2f}'
                 for w in WORKLOADS]
         row += [f'{results[(kind, w[0])] / results[("mirror-wb", w[0])]:.2f}'
                 for w in WORKLOADS]
+        row += [f'{cpu[(kind, w[0])]:.1f}' for w in WORKLOADS]
         print(f'| {kind} | ' + ' | '.join(row) + ' |')
 
 
