@@ -80,8 +80,11 @@ class Node:
         print(f"    cs:{i['connection']} ro:{i['role']}/{i['peer-role']}"
               f" ds:{i['disk']}/{i['peer-disk']}")
         print('    ' + ' '.join(f'{k}:{c[k]}' for k in
-                                ('ns', 'nr', 'dw', 'dr', 'lo', 'pe', 'ua',
-                                 'ap', 'ep', 'oos')))
+                                ('ns', 'nr', 'dw', 'dr', 'al', 'bm', 'lo',
+                                 'pe', 'ua', 'ap', 'ep', 'oos')))
+        u = i['uuids']
+        print(f"    uuids: {u['current']}:{u['bitmap']}:"
+              + ':'.join(u['history']))
 
     def stop(self):
         try:
