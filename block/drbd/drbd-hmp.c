@@ -49,6 +49,12 @@ void hmp_info_drbd(Monitor *mon, const QDict *qdict)
             }
             monitor_printf(mon, "\n");
         }
+        monitor_printf(mon, "    uuids: %s:%s", i->uuids->current,
+                       i->uuids->bitmap);
+        for (strList *h = i->uuids->history; h; h = h->next) {
+            monitor_printf(mon, ":%s", h->value);
+        }
+        monitor_printf(mon, "\n");
         if (i->last_error) {
             monitor_printf(mon, "    last error: %s\n", i->last_error);
         }
