@@ -201,6 +201,9 @@ static void drbd_open_as_primary(BDRVDrbdState *s)
     DrbdUuids u;
 
     s->disk = DRBD_DISK_STATE_UP_TO_DATE;
+    if (s->md_child && !s->md_writable) {
+        return;     /* a read-only look at the image shows it as it is */
+    }
     drbd_uuids_get_locked(s, &u);
     drbd_uuid_promote(&u, false, false, drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
