@@ -57,6 +57,14 @@ static void drbd_deadline_arm(DrbdDeadline *d, QIOChannelSocket *sioc,
     timer_mod(d->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
 }
 
+/* The peer made progress: the deadline starts again */
+static void drbd_deadline_rearm(DrbdDeadline *d, uint64_t ns)
+{
+    if (d->timer) {
+        timer_mod(d->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
+    }
+}
+
 static void drbd_deadline_disarm(DrbdDeadline *d)
 {
     if (d->timer) {
@@ -431,8 +439,9 @@ static int coroutine_fn drbd_send_bitmap(DrbdPeer *peer, Error **errp)
 }
 
 /* Receive the peer's bitmap; *@bytes: how much of the device it marks */
-static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, HBitmap **out,
-                                         uint64_t *bytes, Error **errp)
+static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, DrbdDeadline *dl,
+                                         HBitmap **out, uint64_t *bytes,
+                                         Error **errp)
 {
     BDRVDrbdState *s = peer->s;
     uint64_t nbits = DIV_ROUND_UP(s->size, 1 << DRBD_BM_GRANULARITY);
@@ -449,22 +458,24 @@ static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, HBitmap **out,
             hbitmap_free(hb);
             return -EINVAL;
         }
+        drbd_deadline_rearm(dl, s->ping_timeout_ns);
     }
     *bytes = hbitmap_count(hb) << DRBD_BM_GRANULARITY;
     *out = hb;
     return 0;
 }
 
-static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, HBitmap **theirs,
+static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, DrbdDeadline *dl,
+                                              HBitmap **theirs,
                                               uint64_t *bytes, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
 
     if (s->node_id < s->peer_node_id) {
         return drbd_send_bitmap(peer, errp) < 0 ? -EIO :
-               drbd_recv_bitmap(peer, theirs, bytes, errp);
+               drbd_recv_bitmap(peer, dl, theirs, bytes, errp);
     }
-    if (drbd_recv_bitmap(peer, theirs, bytes, errp) < 0) {
+    if (drbd_recv_bitmap(peer, dl, theirs, bytes, errp) < 0) {
         return -EINVAL;
     }
     if (drbd_send_bitmap(peer, errp) < 0) {
@@ -548,6 +559,7 @@ static void drbd_report_split_brain(BDRVDrbdState *s,
  */
 static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
                                                DrbdHandshakeSide self,
+                                               uint64_t gen,
                                                const DrbdStatePacket *st,
                                                const DrbdUuidsPacket *pu,
                                                HBitmap *their_bm,
@@ -617,6 +629,13 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
     drbd_uuid_repair(res.rule, &self.uuids, &peer->hs_uuids);
 
     qemu_mutex_lock(&s->lock);
+    if (s->hs_gen != gen) {
+        /* Promoted, demoted or invalidated meanwhile: decide again */
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "the node's role, disk or UUIDs changed during the "
+                   "handshake; connecting again");
+        return -EAGAIN;
+    }
     s->discard_my_data = false;
     s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
     drbd_uuids_set_locked(s, &self.uuids);
@@ -666,7 +685,8 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
  * Exchange sizes, states, generation UUIDs and bitmaps on the data
  * channel, and decide what happens between the two nodes
  */
-static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
+static int coroutine_fn drbd_exchange_params(DrbdPeer *peer,
+                                             DrbdDeadline *dl, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
@@ -680,6 +700,7 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
     };
     DrbdUuidsPacket uuids = { 0 }, their_uuids;
     DrbdHandshakeSide self;
+    uint64_t gen;
     DrbdSizes theirs;
     DrbdStatePacket st;
     HBitmap *their_bm = NULL;
@@ -710,6 +731,7 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
         .discard_my_data = s->discard_my_data,
     };
     drbd_uuids_get_locked(s, &self.uuids);
+    gen = s->hs_gen;
     qemu_mutex_unlock(&s->lock);
 
     drbd_wire_put_sizes(pkt, &mine);
@@ -754,12 +776,12 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer, Error **errp)
         return -EINVAL;
     }
 
-    ret = drbd_exchange_bitmaps(peer, &their_bm, &their_bytes, errp);
+    ret = drbd_exchange_bitmaps(peer, dl, &their_bm, &their_bytes, errp);
     if (ret < 0) {
         return ret;
     }
-    ret = drbd_sync_handshake_co(peer, self, &st, &their_uuids, their_bm,
-                                 errp);
+    ret = drbd_sync_handshake_co(peer, self, gen, &st, &their_uuids,
+                                 their_bm, errp);
     hbitmap_free(their_bm);
     if (ret < 0) {
         return ret;
@@ -803,6 +825,7 @@ static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
 {
     ERRP_GUARD();
     QIOChannelSocket *data = NULL, *meta = NULL;
+    DrbdDeadline dl = { 0 };
     DrbdPeer *peer;
     int ret;
 
@@ -823,11 +846,24 @@ static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
     peer = drbd_peer_new(s, data, meta);
     drbd_set_state(s, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
                    "connected, handshake");
+    qemu_mutex_lock(&s->lock);
     s->handshaking = peer;      /* for drbd_conn_stop() to cut it short */
-    ret = s->closing ? -ECANCELED : drbd_exchange_params(peer, errp);
+    qemu_mutex_unlock(&s->lock);
+    /* A peer that stops answering does not hold the handshake forever */
+    drbd_deadline_arm(&dl, peer->data, s->ping_timeout_ns);
+    ret = qatomic_read(&s->closing) ? -ECANCELED :
+          drbd_exchange_params(peer, &dl, errp);
+    drbd_deadline_disarm(&dl);
+    qemu_mutex_lock(&s->lock);
     s->handshaking = NULL;
+    qemu_mutex_unlock(&s->lock);
     if (ret < 0) {
-        if (s->closing && !*errp) {
+        if (dl.expired) {
+            error_free(*errp);
+            *errp = NULL;
+            error_setg(errp, "the peer did not go on with the handshake "
+                       "within ping-timeout");
+        } else if (s->closing && !*errp) {
             error_setg(errp, "closing");
         }
         drbd_peer_free(peer);
@@ -885,15 +921,22 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
  * The connected peer, with a reference that keeps it from being freed
  * until drbd_peer_put(); NULL when there is none.
  */
+DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s)
+{
+    DrbdPeer *peer = s->peer && !s->peer->broken ? s->peer : NULL;
+
+    if (peer) {
+        peer->running++;
+    }
+    return peer;
+}
+
 DrbdPeer *drbd_peer_get(BDRVDrbdState *s)
 {
     DrbdPeer *peer;
 
     qemu_mutex_lock(&s->lock);
-    peer = s->peer && !s->peer->broken ? s->peer : NULL;
-    if (peer) {
-        peer->running++;
-    }
+    peer = drbd_peer_get_locked(s);
     qemu_mutex_unlock(&s->lock);
     return peer;
 }
@@ -1535,7 +1578,8 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     /* A primary writes on without its peer: a new data generation */
     drbd_uuids_get_locked(s, &u);
     new_generation = drbd_uuid_peer_disk_lost(&u,
-                                              s->role == DRBD_ROLE_PRIMARY,
+                                              s->role == DRBD_ROLE_PRIMARY ||
+                                              s->md_primary_pending,
                                               drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
@@ -1626,6 +1670,8 @@ void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data)
 /* Stop the connection manager and wait until it and its peer are gone */
 void drbd_conn_stop(BDRVDrbdState *s)
 {
+    Object *hs_data = NULL, *hs_meta = NULL;
+
     if (!s->conn_co) {
         return;
     }
@@ -1637,11 +1683,19 @@ void drbd_conn_stop(BDRVDrbdState *s)
         qio_channel_shutdown(QIO_CHANNEL(s->establishing),
                              QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
     }
+    qemu_mutex_lock(&s->lock);
     if (s->handshaking) {
-        qio_channel_shutdown(QIO_CHANNEL(s->handshaking->data),
-                             QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
-        qio_channel_shutdown(QIO_CHANNEL(s->handshaking->meta),
-                             QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+        hs_data = object_ref(OBJECT(s->handshaking->data));
+        hs_meta = object_ref(OBJECT(s->handshaking->meta));
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (hs_data) {
+        qio_channel_shutdown(QIO_CHANNEL(hs_data), QIO_CHANNEL_SHUTDOWN_BOTH,
+                             NULL);
+        qio_channel_shutdown(QIO_CHANNEL(hs_meta), QIO_CHANNEL_SHUTDOWN_BOTH,
+                             NULL);
+        object_unref(hs_data);
+        object_unref(hs_meta);
     }
     if (s->listener) {
         qio_channel_wake_read(QIO_CHANNEL(s->listener));

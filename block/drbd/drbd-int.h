@@ -105,6 +105,7 @@ typedef struct DrbdPeer {
     DrbdUuids hs_uuids;
     uint64_t resync_bits;       /* bits of the union, when a resync starts */
     bool uuids_synced;          /* both nodes are in one generation now */
+    bool resync_persisted;      /* target: its bitmap is on disk */
 
     /* In the node's AioContext only */
     bool ping_answered;
@@ -152,6 +153,7 @@ struct BDRVDrbdState {
     DrbdHandshakeConfig sb_cfg; /* after-sb options */
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
     bool connect_held;          /* split brain: wait for drbd-connect */
+    uint64_t hs_gen;            /* role, disk state or UUIDs changed */
     bool promote_pending;       /* we asked the peer to let us promote */
     int promote_reply;          /* its answer, or -1 while none */
     bool refusal_reported;      /* a refused guest request was logged */
@@ -270,6 +272,7 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s);
 int drbd_conn_start(BDRVDrbdState *s, Error **errp);
 void drbd_conn_stop(BDRVDrbdState *s);
 DrbdPeer *drbd_peer_get(BDRVDrbdState *s);
+DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s);
 void drbd_peer_put(DrbdPeer *peer);
 void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque);
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)

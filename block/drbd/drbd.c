@@ -561,8 +561,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     req->al_held = !!s->al;
     req->state = drbd_req_initial_state(s->protocol, flags & BDRV_REQ_FUA);
 
-    peer = drbd_peer_get(s);
     qemu_mutex_lock(&s->lock);
+    /* The peer, or a bit in the bitmap, in one go: see drbd_peer_run() */
+    peer = drbd_peer_get_locked(s);
     req->id = ++s->next_req_id;
     s->ap++;
     if (peer) {
@@ -750,15 +751,22 @@ drbd_co_getlength(BlockDriverState *bs)
 }
 
 /*
- * Inactivation (the source side of a migration, or qemu-img handing the
- * image on) leaves the metadata as a clean close does; activation says
- * again that the node runs.  The metadata read at open is kept: live
- * migration of a node with a peer is not supported.
+ * Inactivation (the source side of a migration) leaves the metadata as a
+ * clean close does; activation reads it again, as the other side left
+ * it, and says that the node runs.  A node with a peer refuses: live
+ * migration of a replicating node is not supported.
  */
 static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
 
+    if (s->listen_addr || s->peer_addr) {
+        error_report("drbd node '%s' (resource %s) replicates to a peer: "
+                     "it cannot be inactivated (live migration of a "
+                     "replicating node is not supported)",
+                     bdrv_get_node_name(bs), s->resource);
+        return -ENOTSUP;
+    }
     if (s->md_child && s->md_writable) {
         drbd_md_close(s);
         s->md_writable = false;
@@ -770,12 +778,36 @@ static void coroutine_fn GRAPH_RDLOCK
 drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
 {
     BDRVDrbdState *s = bs->opaque;
+    int64_t len;
 
-    if (s->md_child && !s->md_writable && (bs->open_flags & BDRV_O_RDWR)) {
-        s->md_writable = true;
-        if (drbd_md_open_commit(s, errp) < 0) {
-            s->md_writable = false;
+    if (!s->md_child || s->md_writable || !(bs->open_flags & BDRV_O_RDWR)) {
+        return;
+    }
+    len = bdrv_co_getlength(bs->file->bs);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "Could not get the size of '%s'",
+                         bs->file->bs->filename);
+        return;
+    }
+    g_clear_pointer(&s->oos, hbitmap_free);
+    drbd_md_free(s);
+    s->al_recovered = 0;
+    s->al_damaged = false;
+    s->md_failed = false;
+    if (drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
+                     DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, len, errp) < 0) {
+        s->md_failed = true;    /* writes fail: nothing records them */
+        if (!s->oos) {
+            s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
         }
+        return;
+    }
+    s->md_writable = true;
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        drbd_open_as_primary(s);
+    }
+    if (drbd_md_open_commit(s, errp) < 0) {
+        s->md_writable = false;
     }
 }
 

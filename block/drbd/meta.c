@@ -604,6 +604,7 @@ void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u)
 
 void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
 {
+    s->hs_gen++;
     s->md.uuid_current = u->current;
     s->md.uuid_bitmap = u->bitmap;
     s->md.uuid_history[0] = u->history[0];

@@ -205,6 +205,15 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
                    DrbdRole_str(peer_role));
         return -EINVAL;
     }
+    if (cmd == DRBD_CMD_RS_DATA && !peer->resync_persisted) {
+        /*
+         * The source announced every range before its first chunk: what
+         * we lack, and that our disk is inconsistent, go to disk before
+         * the first chunk does (a chunk is acked before it is flushed)
+         */
+        peer->resync_persisted = true;
+        drbd_md_sync_all_co(s);
+    }
 
     qemu_mutex_lock(&s->lock);
     s->ua++;

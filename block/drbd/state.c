@@ -31,6 +31,9 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
     bool changed = false;
 
     qemu_mutex_lock(&s->lock);
+    if ((role >= 0 && s->role != role) || (disk >= 0 && s->disk != disk)) {
+        s->hs_gen++;    /* a running handshake decided on old facts */
+    }
 #define DRBD_SET(field, value) \
     do { \
         if ((value) >= 0 && s->field != (value)) { \
@@ -166,6 +169,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     drbd_uuids_set_locked(s, &u);
     /* On disk before the first write as primary can be */
     s->md_primary_pending = true;
+    s->hs_gen++;
     qemu_mutex_unlock(&s->lock);
     drbd_md_sync(s);
 
@@ -176,6 +180,15 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     s->md_primary_pending = false;
     qemu_mutex_unlock(&s->lock);
     drbd_announce_role(s);
+    if (force) {
+        /* A new generation while connected: let the handshake decide */
+        DrbdPeer *peer = drbd_peer_get(s);
+
+        if (peer) {
+            drbd_peer_fail(peer, "forced promotion: connecting again");
+            drbd_peer_put(peer);
+        }
+    }
     return 0;
 }
 
@@ -215,9 +228,11 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
         return -EBUSY;
     }
     if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-        s->cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+        s->cstate == DRBD_CONN_STATE_SYNC_TARGET ||
+        s->cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
         qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': a resync is running", name);
+        error_setg(errp, "'%s': a resync or a connection handshake is "
+                   "running; try again when it is over", name);
         return -EBUSY;
     }
     drbd_oos_set_locked(s, 0, s->size);
