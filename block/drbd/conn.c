@@ -698,7 +698,7 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer,
         .max_epoch_size = s->max_epoch_size,
         .protocol = s->protocol,
     };
-    DrbdUuidsPacket uuids = { 0 }, their_uuids;
+    DrbdUuidsPacket uuids, their_uuids;
     DrbdHandshakeSide self;
     uint64_t gen;
     DrbdSizes theirs;
@@ -711,28 +711,28 @@ static int coroutine_fn drbd_exchange_params(DrbdPeer *peer,
     qemu_mutex_lock(&s->lock);
     st.role = s->role;
     st.disk_state = s->disk;
-    uuids.current = s->md.uuid_current;
-    uuids.bitmap = s->md.uuid_bitmap;
-    uuids.history[0] = s->md.uuid_history[0];
-    uuids.history[1] = s->md.uuid_history[1];
-    uuids.changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY;
-    uuids.flags = (s->md.flags & DRBD_MDF_CRASHED_PRIMARY ?
-                   DRBD_UUIDS_CRASHED_PRIMARY : 0) |
-                  (s->discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0);
-    uuids.after_sb[0] = s->sb_cfg.after_sb_0pri;
-    uuids.after_sb[1] = s->sb_cfg.after_sb_1pri;
-    uuids.after_sb[2] = s->sb_cfg.after_sb_2pri;
     /* What we send is what we decide from */
     self = (DrbdHandshakeSide) {
         .disk = drbd_hs_disk(s->disk),
         .primary = s->role == DRBD_ROLE_PRIMARY,
-        .crashed_primary = uuids.flags & DRBD_UUIDS_CRASHED_PRIMARY,
-        .changes = uuids.changes,
+        .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
+        .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
         .discard_my_data = s->discard_my_data,
     };
     drbd_uuids_get_locked(s, &self.uuids);
     gen = s->hs_gen;
     qemu_mutex_unlock(&s->lock);
+
+    uuids = (DrbdUuidsPacket) {
+        .current = self.uuids.current,
+        .bitmap = self.uuids.bitmap,
+        .history = { self.uuids.history[0], self.uuids.history[1] },
+        .changes = self.changes,
+        .flags = (self.crashed_primary ? DRBD_UUIDS_CRASHED_PRIMARY : 0) |
+                 (self.discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0),
+        .after_sb = { s->sb_cfg.after_sb_0pri, s->sb_cfg.after_sb_1pri,
+                      s->sb_cfg.after_sb_2pri },
+    };
 
     drbd_wire_put_sizes(pkt, &mine);
     drbd_wire_put_state(pkt, &st);

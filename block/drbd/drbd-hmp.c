@@ -26,6 +26,7 @@ void hmp_info_drbd(Monitor *mon, const QDict *qdict)
     for (l = list; l; l = l->next) {
         DrbdInfo *i = l->value;
         DrbdCounters *c = i->counters;
+        strList *h;
 
         monitor_printf(mon, "%s: resource %s node-id %u protocol %s\n",
                        i->node_name, i->resource, i->node_id,
@@ -51,7 +52,7 @@ void hmp_info_drbd(Monitor *mon, const QDict *qdict)
         }
         monitor_printf(mon, "    uuids: %s:%s", i->uuids->current,
                        i->uuids->bitmap);
-        for (strList *h = i->uuids->history; h; h = h->next) {
+        for (h = i->uuids->history; h; h = h->next) {
             monitor_printf(mon, ":%s", h->value);
         }
         monitor_printf(mon, "\n");

@@ -258,6 +258,7 @@ drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);
 void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
 void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
 uint64_t drbd_fresh_uuid(void);
+char *drbd_uuid_hex(uint64_t uuid);
 int drbd_md_sync(BDRVDrbdState *s);
 int drbd_md_sync_all(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s);

@@ -394,21 +394,15 @@ void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s)
     }
 }
 
-/*
- * Refuse guest I/O unless primary; say why once per refusal streak.
- * Reads of a node that can neither write nor replicate (qemu-img info,
- * compare or convert of a drbd image) are served whatever its role.
- */
+/* Refuse guest I/O unless primary; say why once per refusal streak */
 static int drbd_check_primary(BDRVDrbdState *s, const char *what)
 {
-    bool inert = !s->listen_addr && !s->peer_addr &&
-                 bdrv_is_read_only(s->bs);
     DrbdRole role;
 
     qemu_mutex_lock(&s->lock);
     role = s->role;
     qemu_mutex_unlock(&s->lock);
-    if (role == DRBD_ROLE_PRIMARY || (inert && !strcmp(what, "read"))) {
+    if (role == DRBD_ROLE_PRIMARY) {
         s->refusal_reported = false;
         return 0;
     }
@@ -575,6 +569,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
     }
     drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
+    s->lo++;
     qemu_mutex_unlock(&s->lock);
 
     if (peer) {
@@ -582,9 +577,6 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         drbd_peer_put(peer);
     }
 
-    qemu_mutex_lock(&s->lock);
-    s->lo++;
-    qemu_mutex_unlock(&s->lock);
     switch (cmd) {
     case DRBD_CMD_DATA:
         ret = bdrv_co_pwritev_part(bs->file, offset, bytes, qiov,
@@ -630,7 +622,13 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                     BdrvRequestFlags flags)
 {
     BDRVDrbdState *s = bs->opaque;
-    int ret = drbd_check_primary(s, "read");
+    /*
+     * Reads of a node that can neither write nor replicate (qemu-img
+     * info, compare or convert of a drbd image) are served whatever its
+     * role
+     */
+    bool inert = !s->listen_addr && !s->peer_addr && bdrv_is_read_only(bs);
+    int ret = inert ? 0 : drbd_check_primary(s, "read");
 
     if (ret < 0) {
         return ret;

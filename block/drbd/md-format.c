@@ -11,6 +11,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/bswap.h"
 #include "qemu/crc32c.h"
 #include "qapi/error.h"
@@ -90,18 +91,6 @@ static uint32_t block_crc(const uint8_t *buf, size_t crc_off)
     crc = crc32c(0xffffffff, buf, crc_off) ^ 0xffffffff;
     crc = crc32c(crc, zero, sizeof(zero)) ^ 0xffffffff;
     return crc32c(crc, buf + crc_off + 4, BLOCK - crc_off - 4);
-}
-
-static bool all_zero(const uint8_t *buf, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (buf[i]) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /*
@@ -651,7 +640,7 @@ static int al_tr_decode_fields(const uint8_t *buf, DrbdAlTransaction *out,
             return -EINVAL;
         }
     }
-    if (!all_zero(buf + TR_UPDATES + tr->n_updates * TR_UPDATE_SIZE,
+    if (!buffer_is_zero(buf + TR_UPDATES + tr->n_updates * TR_UPDATE_SIZE,
                   (DRBD_AL_MAX_UPDATES - tr->n_updates) * TR_UPDATE_SIZE)) {
         error_setg(errp, "activity-log transaction %" PRIu64 ": unused "
                    "updates are not zero", tr->tr_number);
@@ -660,7 +649,7 @@ static int al_tr_decode_fields(const uint8_t *buf, DrbdAlTransaction *out,
     for (i = 0; i < tr->context_size; i++) {
         tr->context[i] = ldl_be_p(buf + TR_CONTEXT + i * 4);
     }
-    if (!all_zero(buf + TR_CONTEXT + tr->context_size * 4,
+    if (!buffer_is_zero(buf + TR_CONTEXT + tr->context_size * 4,
                   (DRBD_AL_MAX_CONTEXT - tr->context_size) * 4)) {
         error_setg(errp, "activity-log transaction %" PRIu64 ": unused "
                    "context is not zero", tr->tr_number);

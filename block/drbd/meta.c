@@ -611,6 +611,12 @@ void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
     s->md.uuid_history[1] = u->history[1];
 }
 
+/* A UUID as query-drbd, info drbd and qemu-img info show it */
+char *drbd_uuid_hex(uint64_t uuid)
+{
+    return g_strdup_printf("%016" PRIX64, uuid);
+}
+
 uint64_t drbd_fresh_uuid(void)
 {
     uint64_t v;
@@ -911,13 +917,12 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
             QAPI_LIST_APPEND(tail, g_strdup(flags[i]));
         }
     }
-    info->device_uuid = g_strdup_printf("%016" PRIX64, s->md.device_uuid);
-    info->current_uuid = g_strdup_printf("%016" PRIX64, s->md.uuid_current);
-    info->bitmap_uuid = g_strdup_printf("%016" PRIX64, s->md.uuid_bitmap);
+    info->device_uuid = drbd_uuid_hex(s->md.device_uuid);
+    info->current_uuid = drbd_uuid_hex(s->md.uuid_current);
+    info->bitmap_uuid = drbd_uuid_hex(s->md.uuid_bitmap);
     tail = &info->history_uuids;
     for (i = 0; i < ARRAY_SIZE(s->md.uuid_history); i++) {
-        QAPI_LIST_APPEND(tail, g_strdup_printf("%016" PRIX64,
-                                               s->md.uuid_history[i]));
+        QAPI_LIST_APPEND(tail, drbd_uuid_hex(s->md.uuid_history[i]));
     }
     info->out_of_sync = hbitmap_count(s->oos);
     info->al_extents = s->md.al_extents;

@@ -107,13 +107,12 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
         info->last_error = g_strdup(s->last_error);
     }
     info->uuids = g_new0(DrbdUuidInfo, 1);
-    info->uuids->current = g_strdup_printf("%016" PRIX64,
-                                           s->md.uuid_current);
-    info->uuids->bitmap = g_strdup_printf("%016" PRIX64, s->md.uuid_bitmap);
+    info->uuids->current = drbd_uuid_hex(s->md.uuid_current);
+    info->uuids->bitmap = drbd_uuid_hex(s->md.uuid_bitmap);
     QAPI_LIST_PREPEND(info->uuids->history,
-                      g_strdup_printf("%016" PRIX64, s->md.uuid_history[1]));
+                      drbd_uuid_hex(s->md.uuid_history[1]));
     QAPI_LIST_PREPEND(info->uuids->history,
-                      g_strdup_printf("%016" PRIX64, s->md.uuid_history[0]));
+                      drbd_uuid_hex(s->md.uuid_history[0]));
     qemu_mutex_unlock(&s->lock);
 }
 

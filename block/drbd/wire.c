@@ -11,6 +11,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "rle.h"
@@ -167,18 +168,6 @@ static bool is_empty_cmd(uint16_t cmd)
 {
     return cmd == DRBD_CMD_PING || cmd == DRBD_CMD_PING_ACK ||
            cmd == DRBD_CMD_RS_DONE;
-}
-
-static bool all_zero(const uint8_t *buf, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (buf[i]) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /*
@@ -562,7 +551,7 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
                    "(expected 'A', 'B' or 'C')", sizes.protocol);
         return -EINVAL;
     }
-    if (!all_zero(buf + SIZES_PAD, SIZES_SIZE - SIZES_PAD)) {
+    if (!buffer_is_zero(buf + SIZES_PAD, SIZES_SIZE - SIZES_PAD)) {
         error_setg(errp, "SIZES packet: padding is not zero");
         return -EINVAL;
     }
@@ -630,7 +619,7 @@ int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
                    state.disk_state, DRBD_WIRE_DISK_STATE_MAX);
         return -EINVAL;
     }
-    if (!all_zero(buf + STATE_PAD, STATE_SIZE - STATE_PAD)) {
+    if (!buffer_is_zero(buf + STATE_PAD, STATE_SIZE - STATE_PAD)) {
         error_setg(errp, "STATE packet: padding is not zero");
         return -EINVAL;
     }

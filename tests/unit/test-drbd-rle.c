@@ -10,6 +10,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/cutils.h"
 #include "qapi/error.h"
 #include "qemu/bswap.h"
 #include "qemu/hbitmap.h"
@@ -97,18 +98,6 @@ static void assert_maps_equal(const HBitmap *a, const HBitmap *b,
     }
 }
 
-static bool all_zero(const uint8_t *buf, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (buf[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /*
  * Encode @src from bit @from to its end in chunks of at most @max_len
  * bytes, checking each chunk's fixed part, and decode each into @dst.
@@ -146,7 +135,7 @@ static RoundTrip encode_decode(const HBitmap *src, uint64_t size,
         g_assert_cmpuint(ldq_be_p(buf + OFF_START), ==, before);
         g_assert_cmpuint(ldq_be_p(buf + OFF_NBITS), ==, pos - before);
         g_assert_cmpuint(buf[OFF_FIRST], ==, hbitmap_get(src, before));
-        g_assert_true(all_zero(buf + OFF_PAD, HDR - OFF_PAD));
+        g_assert_true(buffer_is_zero(buf + OFF_PAD, HDR - OFF_PAD));
         /* Every chunk but the last is filled up */
         if (pos < size) {
             g_assert_cmpuint(n, ==, max_len);
