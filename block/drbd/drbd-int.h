@@ -11,6 +11,7 @@
 
 #include "block/block-io.h"
 #include "block/block_int.h"
+#include "block/nbd.h"
 #include "block/reqlist.h"
 #include "io/channel-socket.h"
 #include "qapi/qapi-types-drbd.h"
@@ -66,6 +67,17 @@ typedef struct DrbdRxBuf {
     size_t len;
 } DrbdRxBuf;
 
+/*
+ * A sleep of a connection coroutine that any thread may end early
+ * (qemu_co_sleep_wake() must not race with its own timer, which runs in
+ * the sleeper's context).  Under s->lock.  A stopped sleep returns at once
+ * from then on.
+ */
+typedef struct DrbdSleep {
+    Coroutine *co;              /* the sleeper, while it sleeps */
+    bool stopped;
+} DrbdSleep;
+
 /* Resync write acks carry ids with this bit set; guest requests never do */
 #define DRBD_RESYNC_ID_FLAG     (1ULL << 63)
 
@@ -107,12 +119,16 @@ typedef struct DrbdPeer {
     bool uuids_synced;          /* both nodes are in one generation now */
     bool resync_persisted;      /* target: its bitmap is on disk */
 
-    /* In the node's AioContext only */
-    bool ping_answered;
-    QemuCoSleep ping_sleep;
-    QemuCoSleep resync_sleep;
+    bool ping_answered;         /* atomic: the meta receiver sets it */
+    DrbdSleep ping_sleep;       /* the pinger's */
+    DrbdSleep resync_sleep;     /* the resync's, while the rate holds it */
 
-    /* Receiving side: writes being applied, for ordering */
+    /*
+     * Receiving side: writes being applied, for ordering.  Only the data
+     * receiver and the writes it starts touch these, one at a time (they
+     * run in one context: the receiver's, which may move only between
+     * packets)
+     */
     unsigned epoch_writes_inflight;
     unsigned epoch_writes;      /* of the current epoch, arrived */
     bool barrier_pending;       /* an epoch is closed, its writes running */
@@ -127,6 +143,7 @@ struct BDRVDrbdState {
     BlockDriverState *bs;
 
     /* Options, fixed at open */
+    BlockdevOptionsDrbd *opts;  /* as given, for reopen to compare */
     char *resource;
     uint8_t node_id;
     uint8_t peer_node_id;
@@ -191,6 +208,7 @@ struct BDRVDrbdState {
     BdrvChild *md_child;        /* bs->file or meta */
     bool md_writable;           /* the node may write its metadata */
     bool md_failed;             /* a metadata write failed */
+    bool md_reopen_closed;      /* a reopen read-only left it clean */
     bool md_primary_pending;    /* becoming primary: say so on disk */
     uint64_t md_seq;            /* superblock snapshots taken */
     uint64_t md_seq_written;    /* the newest of them on disk */
@@ -211,39 +229,79 @@ struct BDRVDrbdState {
     CoMutex reqs_lock;
     BlockReqList active_reqs;
 
-    /* In the node's AioContext only */
+    /*
+     * The connection's home: the node's AioContext.  Every coroutine of
+     * the connection (manager, receivers, pinger, resync) runs there and
+     * moves itself there at its next wait when the node moves (home.c);
+     * timers are created in the context of the coroutine that waits on
+     * them.  Written under s->lock by the main loop on attach.
+     */
+    AioContext *ctx;
+
+    /* The connection manager's, in ctx */
+    bool conn_enabled;          /* the node is active and writable */
     QIOChannelSocket *listener;
+    NBDClientConnection *connector; /* connects in a thread of its own */
     QIOChannelSocket *establishing;   /* a channel in its handshake */
     DrbdPeer *handshaking;      /* a connection in its handshake */
     Coroutine *conn_co;         /* the connection manager */
-    QemuCoSleep conn_sleep;
-    bool closing;
+    DrbdSleep conn_sleep;
+    bool closing;               /* under s->lock */
+
+    /* The drain gate (home.c): drained is atomic, drain_queue under lock */
     unsigned drained;           /* drained sections open on the node */
     CoQueue drain_queue;        /* background I/O waiting for drain end */
 };
 
-/* drbd.c */
-bool drbd_is_drbd_node(BlockDriverState *bs);
-void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
-                           DrbdReqEvent ev);
-DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id);
-void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch);
-void drbd_tl_connection_lost_locked(BDRVDrbdState *s);
-void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s);
+/*
+ * The files of the driver, from the top floor down: a file calls only
+ * the files below it.
+ *
+ *   drbd-hmp.c, drbd-qmp.c   monitor commands
+ *   drbd.c                   the BlockDriver callbacks
+ *   role.c                   promotion, demotion, invalidation
+ *   conn.c                   the connection manager: connect or accept,
+ *                            handshake, run, tear down; context moves
+ *   receiver.c               the receivers and the pinger
+ *   handshake.c              HELLO, parameters, bitmaps, the sync decision
+ *   peer.c                   the receiving side: applying the peer's writes
+ *   resync.c                 the sync source's side of a resync
+ *   tl.c                     the transfer log: guest writes to the peer
+ *   channel.c                packets on the two channels, peer references
+ *   meta.c                   metadata on disk: superblock, bitmap, AL
+ *   state.c                  roles, connection and disk states, UUIDs
+ *   home.c                   the drain gate, context moves, sleeps
+ *   wire.c, rle.c, uuid.c, md-format.c, al-cache.c, req.c   pure logic
+ */
+
+/* home.c */
+int coroutine_fn drbd_co_io_begin(BDRVDrbdState *s);
+void drbd_io_end(BDRVDrbdState *s);
+void drbd_drain_begin_gate(BDRVDrbdState *s);
+void drbd_drain_end_gate(BDRVDrbdState *s);
+void drbd_gate_close(BDRVDrbdState *s);
+void coroutine_fn drbd_co_rehome(BDRVDrbdState *s);
+void coroutine_fn drbd_co_sleep(BDRVDrbdState *s, DrbdSleep *sl,
+                                uint64_t ns);
+void drbd_sleep_wake(BDRVDrbdState *s, DrbdSleep *sl, bool stop);
+void drbd_timer_set_flag(void *opaque);
 
 /* state.c */
 void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
                     int peer_role, int peer_disk, const char *reason);
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
-void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
-int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp);
-int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
-int drbd_demote(BDRVDrbdState *s, Error **errp);
+void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
+void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
+uint64_t drbd_fresh_uuid(void);
+char *drbd_uuid_hex(uint64_t uuid);
+void drbd_resync_finished_uuids(DrbdPeer *peer);
+void drbd_note_error(BDRVDrbdState *s, Error *err);
 
 /* meta.c */
 void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
 void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
                            uint64_t bytes);
+bool drbd_oos_range_valid(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
 int coroutine_fn GRAPH_RDLOCK
 drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes);
 void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes);
@@ -251,14 +309,10 @@ int64_t drbd_al_max_request(BDRVDrbdState *s);
 int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                               int64_t data_len, Error **errp);
 int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
-void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
+int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);
-void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
-void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
-uint64_t drbd_fresh_uuid(void);
-char *drbd_uuid_hex(uint64_t uuid);
 int drbd_md_sync(BDRVDrbdState *s);
 int drbd_md_sync_all(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s);
@@ -269,29 +323,58 @@ drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
                uint32_t al_extents, Error **errp);
 ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s);
 
-/* conn.c */
-int drbd_conn_start(BDRVDrbdState *s, Error **errp);
-void drbd_conn_stop(BDRVDrbdState *s);
+/* channel.c */
+typedef struct DrbdDeadline {
+    QEMUTimer *timer;
+    QIOChannel *ioc;
+    bool expired;
+} DrbdDeadline;
+
+void drbd_deadline_arm(DrbdDeadline *d, QIOChannelSocket *sioc, uint64_t ns);
+void drbd_deadline_rearm(DrbdDeadline *d, uint64_t ns);
+void drbd_deadline_disarm(DrbdDeadline *d);
+void drbd_setup_channel(QIOChannelSocket *sioc, const char *name);
+int coroutine_fn drbd_write_packet(QIOChannelSocket *sioc, GByteArray *pkt,
+                                   Error **errp);
+int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannelSocket *sioc,
+                                DrbdRxBuf *rb, DrbdHeader *h,
+                                uint8_t **payload, Error **errp);
+int coroutine_fn drbd_expect_packet(QIOChannelSocket *sioc, uint16_t cmd,
+                                    uint8_t **payload, uint32_t *len,
+                                    Error **errp);
+DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
+                        QIOChannelSocket *meta);
+void drbd_peer_free(DrbdPeer *peer);
 DrbdPeer *drbd_peer_get(BDRVDrbdState *s);
 DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s);
 void drbd_peer_put(DrbdPeer *peer);
 void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque);
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
-void drbd_note_error(BDRVDrbdState *s, Error *err);
-void drbd_timer_set_flag(void *opaque);
-void drbd_announce_role(BDRVDrbdState *s);
-int drbd_request_promotion(BDRVDrbdState *s, Error **errp);
-int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
-                                 uint16_t cmd, QEMUIOVector *qiov,
-                                 size_t qiov_offset, uint32_t dp_flags);
-int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
-                                   uint32_t *epoch);
+void drbd_peer_kick(DrbdPeer *peer);
 int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt);
 int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt);
 void coroutine_fn drbd_send_block_ack(DrbdPeer *peer, uint16_t cmd,
                                       uint64_t offset, uint64_t id,
                                       uint32_t bytes);
+
+/* tl.c: the transfer log and the sending of guest writes */
+void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
+                           DrbdReqEvent ev);
+void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req);
+DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id);
+void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch);
+void drbd_tl_connection_lost_locked(BDRVDrbdState *s);
+int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
+                                 uint16_t cmd, QEMUIOVector *qiov,
+                                 size_t qiov_offset, uint32_t dp_flags);
+int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
+                                   uint32_t *epoch);
+
+/* resync.c: the sync source */
+void coroutine_fn drbd_resync_run(DrbdPeer *peer);
+void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
+                                    const DrbdBlockAck *ack);
 
 /* peer.c: the receiving side */
 int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
@@ -304,10 +387,35 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
                                        Error **errp);
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
 
-/* resync.c: the sync source */
-void coroutine_fn drbd_resync_run(DrbdPeer *peer);
-void drbd_resync_finished_uuids(DrbdPeer *peer);
-void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
-                       const DrbdBlockAck *ack);
+/* handshake.c */
+int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannelSocket *sioc,
+                                 bool meta, Error **errp);
+int coroutine_fn drbd_recv_hello(QIOChannelSocket *sioc, DrbdHello *hello,
+                                 Error **errp);
+int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp);
+int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
+                                      Error **errp);
+
+/* receiver.c */
+void coroutine_fn drbd_data_receiver(void *opaque);
+void coroutine_fn drbd_meta_receiver(void *opaque);
+void coroutine_fn drbd_pinger(void *opaque);
+
+/* conn.c */
+int drbd_conn_start(BDRVDrbdState *s, Error **errp);
+void drbd_conn_stop(BDRVDrbdState *s);
+void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx);
+void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
+
+/* role.c */
+int drbd_request_promotion(BDRVDrbdState *s, Error **errp);
+void drbd_announce_role(BDRVDrbdState *s);
+int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
+int drbd_demote(BDRVDrbdState *s, Error **errp);
+int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp);
+
+/* drbd.c */
+bool drbd_is_drbd_node(BlockDriverState *bs);
 
 #endif /* BLOCK_DRBD_INT_H */
+

@@ -21,6 +21,8 @@
 #include "qapi/clone-visitor.h"
 #include "qapi/qapi-visit-drbd.h"
 #include "qapi/qobject-input-visitor.h"
+#include "qapi/qobject-output-visitor.h"
+#include "qobject/qobject.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/module.h"
@@ -185,6 +187,7 @@ static void drbd_free_state(BDRVDrbdState *s)
     drbd_md_free(s);
     g_clear_pointer(&s->oos, hbitmap_free);
     ratelimit_destroy(&s->resync_limit);
+    qapi_free_BlockdevOptionsDrbd(s->opts);
     qapi_free_SocketAddress(s->listen_addr);
     qapi_free_SocketAddress(s->peer_addr);
     g_free(s->resource);
@@ -267,6 +270,15 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     if (ret < 0) {
         goto fail;
     }
+    s->opts = QAPI_CLONE(BlockdevOptionsDrbd, opts);
+    if ((s->listen_addr || s->peer_addr) && !(flags & BDRV_O_RDWR)) {
+        error_setg(errp, "a read-only drbd node cannot replicate: it would "
+                   "have to write what its peer sends");
+        error_append_hint(errp, "Open it read-write, or leave out listen "
+                          "and peer to look at the image alone.\n");
+        ret = -EINVAL;
+        goto fail;
+    }
 
     bdrv_graph_rdlock_main_loop();
     size = bdrv_getlength(bs->file->bs);
@@ -334,9 +346,19 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     s->peer_disk = DRBD_DISK_STATE_DUNKNOWN;
     s->cstate = DRBD_CONN_STATE_STANDALONE;
 
+    s->ctx = bdrv_get_aio_context(bs);
+
     trace_drbd_open(bs, bs->file->bs->filename, DrbdRole_str(s->role),
                     s->protocol);
-    if (s->listen_addr || s->peer_addr) {
+    if ((s->listen_addr || s->peer_addr) && (flags & BDRV_O_INACTIVE)) {
+        /*
+         * Inactive (an -incoming destination, or active=false): the node
+         * must not write, and the connection would apply the peer's
+         * writes.  It starts when the node is activated.
+         */
+        s->last_error = g_strdup("the node is inactive: it connects when "
+                                 "it is activated");
+    } else if (s->listen_addr || s->peer_addr) {
         ret = drbd_conn_start(s, errp);
         if (ret < 0) {
             /* Leave the metadata as a clean close would: nothing ran */
@@ -372,26 +394,19 @@ static void drbd_close(BlockDriverState *bs)
 
 static void drbd_drain_begin(BlockDriverState *bs)
 {
-    BDRVDrbdState *s = bs->opaque;
-
-    qatomic_inc(&s->drained);
+    drbd_drain_begin_gate(bs->opaque);
 }
 
 static void drbd_drain_end(BlockDriverState *bs)
 {
-    BDRVDrbdState *s = bs->opaque;
-
-    if (qatomic_fetch_dec(&s->drained) == 1) {
-        qemu_co_enter_all(&s->drain_queue, NULL);
-    }
+    drbd_drain_end_gate(bs->opaque);
 }
 
-/* Background I/O (applying, resync) waits here while the node is drained */
-void coroutine_fn drbd_wait_undrained(BDRVDrbdState *s)
+/* The node moved (main loop, drained): the connection follows it */
+static void drbd_attach_aio_context(BlockDriverState *bs,
+                                    AioContext *new_context)
 {
-    while (qatomic_read(&s->drained) && !s->closing) {
-        qemu_co_queue_wait(&s->drain_queue, NULL);
-    }
+    drbd_conn_set_context(bs->opaque, new_context);
 }
 
 /* Refuse guest I/O unless primary; say why once per refusal streak */
@@ -415,95 +430,6 @@ static int drbd_check_primary(BDRVDrbdState *s, const char *what)
     }
     trace_drbd_refused(s->bs, what, DrbdRole_str(role));
     return -EPERM;
-}
-
-/*
- * The transfer log.  All of these run under s->lock.
- */
-
-static void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
-{
-    if (req->al_held) {
-        drbd_al_end_io_locked(s, req->offset, req->bytes);
-    }
-    g_free(req);
-}
-
-void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
-                           DrbdReqEvent ev)
-{
-    unsigned actions = drbd_req_mod(&req->state, ev);
-
-    trace_drbd_req_event(s->bs, req->id, drbd_req_event_name(ev),
-                         req->state, actions);
-    if (actions & DRBD_RA_MARK_OOS) {
-        drbd_oos_set_locked(s, req->offset, req->bytes);
-    }
-    if (actions & DRBD_RA_COMPLETE) {
-        /* Writes after this one may depend on it: they need a new epoch */
-        if ((req->state & DRBD_RQ_NET_SENT) && req->epoch == s->cur_epoch) {
-            s->epoch_needs_barrier = true;
-        }
-        if (req->waiter) {
-            aio_co_wake(req->waiter);
-            req->waiter = NULL;
-        }
-        if (s->al) {
-            /* A write waiting for an AL slot may close this epoch now */
-            qemu_co_queue_restart_all(&s->al_queue);
-        }
-    }
-    if (actions & DRBD_RA_DESTROY) {
-        if (req->in_tl) {
-            QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
-            req->in_tl = false;
-            s->pe--;
-        }
-        if (req->guest_gone) {
-            drbd_req_free_locked(s, req);
-        }
-    }
-}
-
-DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
-{
-    DrbdRequest *req;
-
-    QTAILQ_FOREACH(req, &s->transfer_log, tl_next) {
-        if (req->id == id) {
-            return req;
-        }
-    }
-    return NULL;
-}
-
-void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch)
-{
-    DrbdRequest *req, *next;
-
-    QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
-        if ((req->state & DRBD_RQ_NET_SENT) &&
-            (int32_t)(req->epoch - epoch) <= 0) {
-            drbd_req_event_locked(s, req, DRBD_EV_BARRIER_ACK);
-        }
-    }
-    if ((int32_t)(epoch + 1 - s->barrier_acked_upto) > 0) {
-        s->barrier_acked_upto = epoch + 1;
-    }
-    qemu_co_queue_restart_all(&s->barrier_waiters);
-}
-
-void drbd_tl_connection_lost_locked(BDRVDrbdState *s)
-{
-    DrbdRequest *req, *next;
-
-    QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
-        drbd_req_event_locked(s, req, DRBD_EV_CONNECTION_LOST);
-    }
-    /* Requests still in the log wait for their local write */
-    s->epoch_size = 0;
-    s->epoch_needs_barrier = false;
-    s->barrier_acked_upto = s->cur_epoch;
 }
 
 /*
@@ -540,7 +466,16 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     qemu_co_mutex_unlock(&s->reqs_lock);
 
     /* Its extents in the activity log before the write goes anywhere */
-    ret = drbd_al_begin_io(s, offset, bytes);
+    while ((ret = drbd_al_begin_io(s, offset, bytes)) == -EAGAIN) {
+        /* The open epoch holds every slot: close it to free them */
+        uint32_t epoch;
+
+        peer = drbd_peer_get(s);
+        if (peer) {
+            drbd_send_barrier(peer, false, &epoch);
+            drbd_peer_put(peer);
+        }
+    }
     if (ret < 0) {
         qemu_co_mutex_lock(&s->reqs_lock);
         reqlist_remove_req(&active);
@@ -758,7 +693,7 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
 
-    if (s->listen_addr || s->peer_addr) {
+    if (s->conn_co) {
         error_report("drbd node '%s' (resource %s) replicates to a peer: "
                      "it cannot be inactivated (live migration of a "
                      "replicating node is not supported)",
@@ -772,20 +707,24 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
     return s->md_failed ? -EIO : 0;
 }
 
-static void coroutine_fn GRAPH_RDLOCK
-drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
+/*
+ * The node may write again (activation, or a reopen read-write): read
+ * the metadata as it is on disk now, and say on disk that the node runs
+ */
+static int GRAPH_RDLOCK drbd_md_reactivate(BlockDriverState *bs,
+                                           Error **errp)
 {
     BDRVDrbdState *s = bs->opaque;
     int64_t len;
 
-    if (!s->md_child || s->md_writable || !(bs->open_flags & BDRV_O_RDWR)) {
-        return;
+    if (!s->md_child || s->md_writable) {
+        return 0;
     }
-    len = bdrv_co_getlength(bs->file->bs);
+    len = bdrv_getlength(bs->file->bs);
     if (len < 0) {
         error_setg_errno(errp, -len, "Could not get the size of '%s'",
                          bs->file->bs->filename);
-        return;
+        return len;
     }
     g_clear_pointer(&s->oos, hbitmap_free);
     drbd_md_free(s);
@@ -798,7 +737,9 @@ drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
         if (!s->oos) {
             s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
         }
-        return;
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
+                       "the metadata could not be read again");
+        return -EIO;
     }
     s->md_writable = true;
     if (s->role == DRBD_ROLE_PRIMARY) {
@@ -806,6 +747,175 @@ drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
     }
     if (drbd_md_open_commit(s, errp) < 0) {
         s->md_writable = false;
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Activation: the metadata again, then the connection, if there is one */
+static void coroutine_fn GRAPH_RDLOCK
+drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    if (!(bs->open_flags & BDRV_O_RDWR)) {
+        return;
+    }
+    if (drbd_md_reactivate(bs, errp) < 0) {
+        return;
+    }
+    if ((s->listen_addr || s->peer_addr) && !s->conn_co) {
+        qemu_mutex_lock(&s->lock);
+        g_clear_pointer(&s->last_error, g_free);
+        qemu_mutex_unlock(&s->lock);
+        drbd_conn_start(s, errp);
+    }
+}
+
+/* Fill in the defaults, so that options given and left out compare */
+static QDict *drbd_options_effective(BDRVDrbdState *s,
+                                     const BlockdevOptionsDrbd *given)
+{
+    g_autoptr(BlockdevOptionsDrbd) o = QAPI_CLONE(BlockdevOptionsDrbd,
+                                                   given);
+    QObject *obj = NULL;
+    Visitor *v;
+
+    if (!o->resource) {
+        o->resource = g_strdup("r0");
+    }
+#define DRBD_DEFAULT(member, value) \
+    do { \
+        if (!o->has_##member) { \
+            o->has_##member = true; \
+            o->member = (value); \
+        } \
+    } while (0)
+    DRBD_DEFAULT(node_id, 0);
+    DRBD_DEFAULT(peer_node_id, o->node_id == 0 ? 1 : 0);
+    DRBD_DEFAULT(role, DRBD_ROLE_SECONDARY);
+    DRBD_DEFAULT(protocol, DRBD_PROTOCOL_C);
+    DRBD_DEFAULT(connect_interval, DRBD_DEFAULT_CONNECT_INTERVAL_MS);
+    DRBD_DEFAULT(ping_interval, DRBD_DEFAULT_PING_INTERVAL_MS);
+    DRBD_DEFAULT(ping_timeout, DRBD_DEFAULT_PING_TIMEOUT_MS);
+    DRBD_DEFAULT(max_epoch_size, DRBD_DEFAULT_MAX_EPOCH_SIZE);
+    DRBD_DEFAULT(resync_rate, 0);
+    DRBD_DEFAULT(wfc_timeout, 0);
+    DRBD_DEFAULT(meta_disk, s->meta ? DRBD_META_DISK_EXTERNAL :
+                 DRBD_META_DISK_INTERNAL);
+    DRBD_DEFAULT(after_sb_0pri, DRBD_AFTER_SB_DISCONNECT);
+    DRBD_DEFAULT(after_sb_1pri, DRBD_AFTER_SB_DISCONNECT);
+    DRBD_DEFAULT(after_sb_2pri, DRBD_AFTER_SB_DISCONNECT);
+#undef DRBD_DEFAULT
+
+    v = qobject_output_visitor_new(&obj);
+    visit_type_BlockdevOptionsDrbd(v, NULL, &o, &error_abort);
+    visit_complete(v, &obj);
+    visit_free(v);
+    return qobject_to(QDict, obj);
+}
+
+/*
+ * Reopen: the drbd options stay as they are (none can change on a
+ * running node); read-only is allowed for a node that does not
+ * replicate, and so is read-write again.
+ */
+static int GRAPH_UNLOCKED
+drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
+                    Error **errp)
+{
+    BDRVDrbdState *s = state->bs->opaque;
+    g_autoptr(BlockdevOptionsDrbd) opts = NULL;
+    g_autoptr(QDict) old = NULL;
+    g_autoptr(QDict) new = NULL;
+    const QDictEntry *e;
+
+    opts = drbd_parse_options(state->options, errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    old = drbd_options_effective(s, s->opts);
+    new = drbd_options_effective(s, opts);
+    for (e = qdict_first(new); e; e = qdict_next(new, e)) {
+        QObject *was = qdict_get(old, qdict_entry_key(e));
+
+        if (!was || !qobject_is_equal(was, qdict_entry_value(e))) {
+            error_setg(errp, "drbd option '%s' cannot be changed by a "
+                       "reopen", qdict_entry_key(e));
+            error_append_hint(errp, "Give the options the node was opened "
+                              "with; to change them, close and open it "
+                              "again.\n");
+            return -EINVAL;
+        }
+    }
+    for (e = qdict_first(old); e; e = qdict_next(old, e)) {
+        if (!qdict_haskey(new, qdict_entry_key(e))) {
+            error_setg(errp, "drbd option '%s' cannot be changed by a "
+                       "reopen", qdict_entry_key(e));
+            return -EINVAL;
+        }
+    }
+    if ((s->listen_addr || s->peer_addr) && !(state->flags & BDRV_O_RDWR)) {
+        error_setg(errp, "drbd node '%s' replicates to a peer: it cannot "
+                   "become read-only", bdrv_get_node_name(state->bs));
+        return -EINVAL;
+    }
+    if (s->md_child && s->md_writable && !(state->flags & BDRV_O_RDWR)) {
+        /*
+         * Read-only from the commit on, when the children have lost their
+         * write permission already: leave the metadata clean now (the
+         * node is drained), as a close does
+         */
+        int ret;
+
+        bdrv_graph_rdlock_main_loop();
+        ret = drbd_md_close(s);
+        bdrv_graph_rdunlock_main_loop();
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "drbd node '%s': could not leave "
+                             "its metadata clean",
+                             bdrv_get_node_name(state->bs));
+            return ret;
+        }
+        s->md_reopen_closed = true;
+    }
+    return 0;
+}
+
+static void GRAPH_UNLOCKED drbd_reopen_commit(BDRVReopenState *state)
+{
+    BlockDriverState *bs = state->bs;
+    BDRVDrbdState *s = bs->opaque;
+    bool writable = (state->flags & (BDRV_O_RDWR | BDRV_O_INACTIVE)) ==
+                    BDRV_O_RDWR;
+    Error *local_err = NULL;
+
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    if (s->md_reopen_closed) {
+        s->md_reopen_closed = false;
+        s->md_writable = false;
+    } else if (writable && drbd_md_reactivate(bs, &local_err) < 0) {
+        error_reportf_err(local_err, "drbd node '%s': ",
+                          bdrv_get_node_name(bs));
+    }
+}
+
+/* The node stays writable: its metadata says again that it runs */
+static void GRAPH_UNLOCKED drbd_reopen_abort(BDRVReopenState *state)
+{
+    BDRVDrbdState *s = state->bs->opaque;
+    Error *local_err = NULL;
+
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    if (s->md_reopen_closed) {
+        s->md_reopen_closed = false;
+        if (drbd_md_open_commit(s, &local_err) < 0) {
+            s->md_failed = true;
+            error_reportf_err(local_err, "drbd node '%s': ",
+                              bdrv_get_node_name(state->bs));
+            drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
+                           "the metadata could not be written");
+        }
     }
 }
 
@@ -1006,6 +1116,11 @@ static BlockDriver bdrv_drbd = {
 
     .bdrv_drain_begin           = drbd_drain_begin,
     .bdrv_drain_end             = drbd_drain_end,
+    .bdrv_attach_aio_context    = drbd_attach_aio_context,
+
+    .bdrv_reopen_prepare        = drbd_reopen_prepare,
+    .bdrv_reopen_commit         = drbd_reopen_commit,
+    .bdrv_reopen_abort          = drbd_reopen_abort,
 
     .bdrv_get_specific_info     = drbd_get_specific_info,
     .bdrv_co_check              = drbd_co_check,

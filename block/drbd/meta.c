@@ -69,6 +69,21 @@ void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
     drbd_bm_dirty_locked(s, offset, bytes);
 }
 
+/*
+ * Whether a range from the peer can be marked or cleared in the bitmap:
+ * inside the device, in whole 4 KiB blocks (the last may end with the
+ * device)
+ */
+bool drbd_oos_range_valid(BDRVDrbdState *s, uint64_t offset, uint64_t bytes)
+{
+    uint64_t gran = 1ULL << DRBD_BM_GRANULARITY;
+
+    return bytes && offset < s->size && bytes <= s->size - offset &&
+           QEMU_IS_ALIGNED(offset, gran) &&
+           (QEMU_IS_ALIGNED(offset + bytes, gran) ||
+            offset + bytes == s->size);
+}
+
 /* The on-disk form of bitmap block @i, under s->lock */
 static void drbd_bm_block_serialize_locked(BDRVDrbdState *s, uint64_t i,
                                            uint8_t *buf)
@@ -95,16 +110,38 @@ drbd_md_write_block(BDRVDrbdState *s, uint64_t offset, const uint8_t *buf,
     return ret;
 }
 
-/* A failure to write metadata: what the node promised can't be kept */
-static void drbd_md_failed(BDRVDrbdState *s, int ret, const char *what)
+/*
+ * A failure to write metadata: what the node promised can't be kept.
+ * Guest writes fail from now on, promotion is refused, and the disk
+ * state says "failed" (drbd_md_report_failure(), without s->lock).
+ * Under s->lock.
+ */
+static void drbd_md_failed_locked(BDRVDrbdState *s, int ret,
+                                  const char *what)
 {
     if (!s->md_failed) {
         error_report("drbd node '%s' (resource %s): writing the %s to its "
                      "metadata failed: %s; guest writes fail from now on",
                      bdrv_get_node_name(s->bs), s->resource, what,
                      strerror(-ret));
+        s->md_failed = true;
     }
-    s->md_failed = true;
+}
+
+static void drbd_md_report_failure(BDRVDrbdState *s)
+{
+    if (qatomic_read(&s->md_failed)) {
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
+                       "a metadata write failed");
+    }
+}
+
+static void drbd_md_failed(BDRVDrbdState *s, int ret, const char *what)
+{
+    qemu_mutex_lock(&s->lock);
+    drbd_md_failed_locked(s, ret, what);
+    qemu_mutex_unlock(&s->lock);
+    drbd_md_report_failure(s);
 }
 
 /*
@@ -257,7 +294,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     qemu_mutex_lock(&s->lock);
     if (ret < 0) {
         drbd_al_cache_abort(s->al);
-        drbd_md_failed(s, ret, "activity log");
+        drbd_md_failed_locked(s, ret, "activity log");
     } else {
         drbd_al_cache_commit(s->al);
         s->al_tr_number = tr->tr_number;
@@ -294,6 +331,10 @@ static bool drbd_al_all_hot_locked(BDRVDrbdState *s, uint32_t first,
  * -EIO if the metadata can't be written.  The caller owes a
  * drbd_al_end_io() for the same range once the write is done with the
  * local disk and the peer.
+ *
+ * -EAGAIN: every slot is held by completed writes of the open epoch,
+ * which keep their extents until the peer acks its barrier (protocols A
+ * and B); the caller closes the epoch and calls again.
  */
 int coroutine_fn GRAPH_RDLOCK
 drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
@@ -317,25 +358,9 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
         if (r != DRBD_AL_BUSY) {
             break;
         }
-        if (s->epoch_needs_barrier) {
-            /*
-             * Completed writes of the open epoch keep their extents until
-             * its barrier is acked (protocols A and B): close it, or the
-             * slots never come free
-             */
-            DrbdPeer *peer;
-            uint32_t epoch;
-
+        if (s->epoch_needs_barrier && s->peer && !s->peer->broken) {
             qemu_mutex_unlock(&s->lock);
-            peer = drbd_peer_get(s);
-            if (peer) {
-                drbd_send_barrier(peer, false, &epoch);
-                drbd_peer_put(peer);
-            }
-            qemu_mutex_lock(&s->lock);
-            if (peer) {
-                continue;
-            }
+            return -EAGAIN;
         }
         qemu_co_queue_wait(&s->al_queue, &s->lock);
     }
@@ -354,6 +379,9 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
         }
     }
     qemu_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        drbd_md_report_failure(s);
+    }
     return ret;
 }
 
@@ -593,36 +621,18 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
     return ret;
 }
 
-/* The generation UUIDs live in s->md, with or without metadata on disk */
-void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u)
+/*
+ * Whether the metadata is to be written: 0 if so, 1 if there is nothing
+ * to write (no metadata, or a read-only node), -EIO if an earlier write
+ * failed (nothing written since is trustworthy: the caller must not go
+ * on as if it were on disk)
+ */
+static int drbd_md_writable(BDRVDrbdState *s)
 {
-    u->current = s->md.uuid_current;
-    u->bitmap = s->md.uuid_bitmap;
-    u->history[0] = s->md.uuid_history[0];
-    u->history[1] = s->md.uuid_history[1];
-}
-
-void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
-{
-    s->hs_gen++;
-    s->md.uuid_current = u->current;
-    s->md.uuid_bitmap = u->bitmap;
-    s->md.uuid_history[0] = u->history[0];
-    s->md.uuid_history[1] = u->history[1];
-}
-
-/* A UUID as query-drbd, info drbd and qemu-img info show it */
-char *drbd_uuid_hex(uint64_t uuid)
-{
-    return g_strdup_printf("%016" PRIX64, uuid);
-}
-
-uint64_t drbd_fresh_uuid(void)
-{
-    uint64_t v;
-
-    qemu_guest_getrandom_nofail(&v, sizeof(v));
-    return v;
+    if (!s->md_child || !s->md_writable) {
+        return 1;
+    }
+    return qatomic_read(&s->md_failed) ? -EIO : 0;
 }
 
 /*
@@ -631,16 +641,14 @@ uint64_t drbd_fresh_uuid(void)
  */
 static int GRAPH_RDLOCK drbd_md_sync_locked_graph(BDRVDrbdState *s)
 {
-    int ret;
+    int ret = drbd_md_writable(s);
 
-    if (!s->md_child || !s->md_writable || s->md_failed) {
-        return 0;
+    if (ret) {
+        return MIN(ret, 0);
     }
     ret = drbd_md_write_sb(s);
     if (ret < 0) {
-        qemu_mutex_lock(&s->lock);
         drbd_md_failed(s, ret, "superblock");
-        qemu_mutex_unlock(&s->lock);
     }
     return ret;
 }
@@ -648,24 +656,29 @@ static int GRAPH_RDLOCK drbd_md_sync_locked_graph(BDRVDrbdState *s)
 /* The whole bitmap as it is in memory, then the superblock */
 static int GRAPH_RDLOCK drbd_md_sync_all_locked_graph(BDRVDrbdState *s)
 {
-    int ret;
+    int ret = drbd_md_writable(s);
 
-    if (!s->md_child || !s->md_writable || s->md_failed) {
-        return 0;
+    if (ret) {
+        return MIN(ret, 0);
     }
     ret = drbd_bm_write_blocks(s, NULL, 0);
     if (ret == 0) {
         ret = bdrv_flush(s->md_child->bs);
     }
     if (ret < 0) {
-        qemu_mutex_lock(&s->lock);
         drbd_md_failed(s, ret, "bitmap");
-        qemu_mutex_unlock(&s->lock);
         return ret;
     }
     return drbd_md_sync_locked_graph(s);
 }
 
+/*
+ * The metadata writers come in two kinds: for the main loop (role
+ * changes, open and close), and for the connection's coroutines, which
+ * pass the drain gate first (home.c) so that a drained node writes
+ * nothing.  None may be called from a guest request (it is counted in
+ * flight already, and the gate would wait for a drain that waits for it).
+ */
 int drbd_md_sync_all(BDRVDrbdState *s)
 {
     GRAPH_RDLOCK_GUARD_MAINLOOP();
@@ -674,15 +687,29 @@ int drbd_md_sync_all(BDRVDrbdState *s)
 
 int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s)
 {
-    GRAPH_RDLOCK_GUARD();
-    return drbd_md_sync_all_locked_graph(s);
+    int ret = drbd_co_io_begin(s);
+
+    if (ret == 0) {
+        bdrv_graph_co_rdlock();
+        ret = drbd_md_sync_all_locked_graph(s);
+        bdrv_graph_co_rdunlock();
+        drbd_io_end(s);
+    }
+    return ret;
 }
 
 /* The local data on disk, before the metadata says it is up to date */
 int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s)
 {
-    GRAPH_RDLOCK_GUARD();
-    return bdrv_co_flush(s->bs->file->bs);
+    int ret = drbd_co_io_begin(s);
+
+    if (ret == 0) {
+        bdrv_graph_co_rdlock();
+        ret = bdrv_co_flush(s->bs->file->bs);
+        bdrv_graph_co_rdunlock();
+        drbd_io_end(s);
+    }
+    return ret;
 }
 
 int drbd_md_sync(BDRVDrbdState *s)
@@ -693,20 +720,27 @@ int drbd_md_sync(BDRVDrbdState *s)
 
 int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
 {
-    GRAPH_RDLOCK_GUARD();
-    return drbd_md_sync_locked_graph(s);
+    int ret = drbd_co_io_begin(s);
+
+    if (ret == 0) {
+        bdrv_graph_co_rdlock();
+        ret = drbd_md_sync_locked_graph(s);
+        bdrv_graph_co_rdunlock();
+        drbd_io_end(s);
+    }
+    return ret;
 }
 
 /*
  * Clean close: the bitmap on disk, then a superblock that says the
  * activity log need not be replayed.  No guest write is in flight.
  */
-void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
+int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
 {
-    int ret;
+    int ret = drbd_md_writable(s);
 
-    if (!s->md_child || !s->md_writable || s->md_failed) {
-        return;
+    if (ret) {
+        return MIN(ret, 0);
     }
     ret = drbd_bm_write_blocks(s, NULL, 0);
     if (ret == 0) {
@@ -723,6 +757,7 @@ void GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
                      "%s; the next open resyncs the activity log",
                      bdrv_get_node_name(s->bs), strerror(-ret));
     }
+    return ret;
 }
 
 /*

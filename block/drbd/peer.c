@@ -41,19 +41,27 @@ static void coroutine_fn drbd_wait_barrier(DrbdPeer *peer)
 /*
  * The closed epoch's writes are all done: flush the disk if the barrier
  * asked for it, let the next epoch start, and add the barrier's ack to
- * @acks, for the caller to send with its own.
+ * @acks, for the caller to send with its own.  @counted: the caller's
+ * I/O is counted in flight already (a write completing the epoch).
  */
 static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer,
-                                               GByteArray *acks)
+                                               GByteArray *acks,
+                                               bool counted)
 {
     BDRVDrbdState *s = peer->s;
     DrbdBarrier ack = peer->pending_barrier;
     int ret = 0;
 
     if (ack.flags & DRBD_BARRIER_FLUSH) {
-        bdrv_graph_co_rdlock();
-        ret = bdrv_co_flush(s->bs->file->bs);
-        bdrv_graph_co_rdunlock();
+        ret = counted ? 0 : drbd_co_io_begin(s);
+        if (ret == 0) {
+            bdrv_graph_co_rdlock();
+            ret = bdrv_co_flush(s->bs->file->bs);
+            bdrv_graph_co_rdunlock();
+            if (!counted) {
+                drbd_io_end(s);
+            }
+        }
     }
     trace_drbd_barrier(s->bs, ack.epoch, ack.set_size, ack.flags, ret);
     ack.flags = 0;
@@ -131,7 +139,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     if (a->cmd != DRBD_CMD_RS_DATA) {
         assert(peer->epoch_writes_inflight > 0);
         if (--peer->epoch_writes_inflight == 0 && peer->barrier_pending) {
-            drbd_complete_barrier(peer, acks);
+            drbd_complete_barrier(peer, acks, true);
         }
     } else if (--peer->resync_inflight == 0 && peer->epoch_waiter) {
         aio_co_wake(peer->epoch_waiter);
@@ -159,6 +167,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
 
     g_free(a->buf);
     g_free(a);
+    drbd_io_end(s);
     drbd_peer_put(peer);
 }
 
@@ -205,14 +214,33 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
                    DrbdRole_str(peer_role));
         return -EINVAL;
     }
+    if (cmd == DRBD_CMD_RS_DATA) {
+        bool valid;
+
+        qemu_mutex_lock(&s->lock);
+        valid = drbd_oos_range_valid(s, p->offset, p->bytes);
+        qemu_mutex_unlock(&s->lock);
+        if (!valid) {
+            g_free(buf);
+            error_setg(errp, "resync data at %" PRIu64 " (%" PRIu32 " bytes) "
+                       "is not aligned to the bitmap's 4 KiB blocks",
+                       p->offset, p->bytes);
+            return -EPROTO;
+        }
+    }
     if (cmd == DRBD_CMD_RS_DATA && !peer->resync_persisted) {
         /*
          * The source announced every range before its first chunk: what
          * we lack, and that our disk is inconsistent, go to disk before
          * the first chunk does (a chunk is acked before it is flushed)
          */
+        if (drbd_md_sync_all_co(s) < 0) {
+            g_free(buf);
+            error_setg(errp, "could not write the metadata before the "
+                       "first resync block");
+            return -EIO;
+        }
         peer->resync_persisted = true;
-        drbd_md_sync_all_co(s);
     }
 
     qemu_mutex_lock(&s->lock);
@@ -230,11 +258,19 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
      * Keep the arrival order of overlapping writes, and start no write of
      * a new epoch before the previous one is done
      */
-    drbd_wait_undrained(s);
     if (cmd != DRBD_CMD_RS_DATA) {
         drbd_wait_barrier(peer);
     }
     reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
+    /* Counted in flight until drbd_apply_co() ends; not while drained */
+    if (drbd_co_io_begin(s) < 0) {
+        g_free(buf);
+        qemu_mutex_lock(&s->lock);
+        s->ua--;
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "the node is closing");
+        return -ECANCELED;
+    }
 
     a = g_new0(DrbdApply, 1);
     a->peer = peer;
@@ -281,7 +317,7 @@ int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
     if (peer->epoch_writes_inflight == 0) {
         g_autoptr(GByteArray) acks = g_byte_array_new();
 
-        drbd_complete_barrier(peer, acks);
+        drbd_complete_barrier(peer, acks, false);
         if (acks->len) {
             drbd_send_meta(peer, acks);
         }
@@ -349,6 +385,9 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
     drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED,
                    DRBD_DISK_STATE_UP_TO_DATE, -1, DRBD_DISK_STATE_UP_TO_DATE,
                    "resync finished");
-    drbd_md_sync_co(s);
+    if (drbd_md_sync_co(s) < 0) {
+        error_setg(errp, "could not write the metadata after the resync");
+        return -EIO;
+    }
     return 0;
 }

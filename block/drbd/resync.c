@@ -77,6 +77,13 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     reqlist_init_req(&s->active_reqs, &req, offset, bytes);
     qemu_co_mutex_unlock(&s->reqs_lock);
 
+    ret = drbd_co_io_begin(s);
+    if (ret < 0) {
+        qemu_co_mutex_lock(&s->reqs_lock);
+        reqlist_remove_req(&req);
+        qemu_co_mutex_unlock(&s->reqs_lock);
+        return ret;
+    }
     qemu_mutex_lock(&s->lock);
     s->lo++;
     qemu_mutex_unlock(&s->lock);
@@ -84,6 +91,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     bdrv_graph_co_rdlock();
     ret = bdrv_co_pread(s->bs->file, offset, bytes, buf, 0);
     bdrv_graph_co_rdunlock();
+    drbd_io_end(s);
     if (ret == 0) {
         drbd_wire_put_data(pkt, DRBD_CMD_RS_DATA, &p);
         ret = drbd_send_data_channel(peer, pkt);
@@ -131,7 +139,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         uint64_t delay;
         bool found;
 
-        drbd_wait_undrained(s);
+        drbd_co_rehome(s);
         if (peer->broken) {
             return;
         }
@@ -156,8 +164,8 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         if (s->resync_rate) {
             delay = ratelimit_calculate_delay(&s->resync_limit, count);
             if (delay) {
-                qemu_co_sleep_ns_wakeable(&peer->resync_sleep,
-                                          QEMU_CLOCK_REALTIME, delay);
+                /* Woken early by a move: the rate catches up next time */
+                drbd_co_sleep(s, &peer->resync_sleep, delay);
             }
         }
     }
@@ -171,35 +179,20 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
 }
 
 /*
- * The resync with @peer is complete: both nodes are in the same data
- * generation now.  The source moves its bitmap UUID to the history; the
- * target takes the source's UUIDs as they are after that.
+ * Both nodes are in sync: the meta receiver must not wait for the
+ * metadata write (a drained node holds it back), so it goes on its own
  */
-void drbd_resync_finished_uuids(DrbdPeer *peer)
+static void coroutine_fn drbd_resync_finished_co(void *opaque)
 {
+    DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
-    DrbdUuids u;
 
-    qemu_mutex_lock(&s->lock);
-    if (peer->uuids_synced) {
-        /* A late resync of writes made during the handshake */
-        qemu_mutex_unlock(&s->lock);
-        return;
-    }
-    peer->uuids_synced = true;
-    drbd_uuids_get_locked(s, &u);
-    if (peer->decision == DRBD_SYNC_SOURCE ||
-        peer->decision == DRBD_SYNC_FULL_SOURCE) {
-        drbd_uuid_resync_finished_source(&u);
-    } else {
-        uint64_t flag = u.current & DRBD_UUID_PRIMARY_FLAG;
-
-        u = peer->hs_uuids;
-        drbd_uuid_resync_finished_source(&u);
-        u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
-    }
-    drbd_uuids_set_locked(s, &u);
-    qemu_mutex_unlock(&s->lock);
+    drbd_resync_finished_uuids(peer);
+    drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
+                   DRBD_DISK_STATE_UP_TO_DATE, "resync finished");
+    /* A failure marks the disk failed, which says it all */
+    drbd_md_sync_co(s);
+    drbd_peer_put(peer);
 }
 
 /* The peer acked a resync chunk: it is on its disk */
@@ -210,10 +203,16 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     bool finished = false;
 
     qemu_mutex_lock(&s->lock);
-    if (peer->resync_unacked > 0) {
-        peer->resync_unacked--;
-        s->pe--;
+    if (!peer->resync_unacked ||
+        !drbd_oos_range_valid(s, ack->offset, ack->bytes)) {
+        qemu_mutex_unlock(&s->lock);
+        drbd_peer_fail(peer, "%s for a resync block never sent (offset %"
+                       PRIu64 ", %" PRIu32 " bytes)", drbd_cmd_name(cmd),
+                       ack->offset, ack->bytes);
+        return;
     }
+    peer->resync_unacked--;
+    s->pe--;
     if (cmd == DRBD_CMD_WRITE_ACK) {
         drbd_oos_reset_locked(s, ack->offset, ack->bytes);
         s->resync_done += ack->bytes;
@@ -226,9 +225,6 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
         drbd_peer_fail(peer, "the peer failed to write resync data at %"
                        PRIu64, ack->offset);
     } else if (finished) {
-        drbd_resync_finished_uuids(peer);
-        drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
-                       DRBD_DISK_STATE_UP_TO_DATE, "resync finished");
-        drbd_md_sync_co(s);
+        drbd_peer_spawn(peer, drbd_resync_finished_co, peer);
     }
 }

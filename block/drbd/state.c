@@ -1,9 +1,10 @@
 /*
- * DRBD-style replication: roles, connection and disk states
+ * DRBD-style replication: roles, connection and disk states, and the
+ * generation UUIDs
  *
  * Every state change goes through drbd_set_state(), which emits one
- * DRBD_STATE_CHANGE event when something changed; promotion and demotion
- * apply DRBD's rules.
+ * DRBD_STATE_CHANGE event when something changed.  The UUIDs live in
+ * s->md, with or without metadata on disk.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -14,6 +15,7 @@
 #include "block/block_int.h"
 #include "qapi/error.h"
 #include "qapi/qapi-events-drbd.h"
+#include "qemu/guest-random.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -33,6 +35,10 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
     qemu_mutex_lock(&s->lock);
     if ((role >= 0 && s->role != role) || (disk >= 0 && s->disk != disk)) {
         s->hs_gen++;    /* a running handshake decided on old facts */
+    }
+    if (disk >= 0 && s->md_failed) {
+        /* A failed disk stays failed until the node is opened again */
+        disk = DRBD_DISK_STATE_FAILED;
     }
 #define DRBD_SET(field, value) \
     do { \
@@ -116,169 +122,79 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     qemu_mutex_unlock(&s->lock);
 }
 
-int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
+/* The generation UUIDs live in s->md, with or without metadata on disk */
+void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u)
 {
-    const char *name = bdrv_get_node_name(s->bs);
-    DrbdUuids u;
+    u->current = s->md.uuid_current;
+    u->bitmap = s->md.uuid_bitmap;
+    u->history[0] = s->md.uuid_history[0];
+    u->history[1] = s->md.uuid_history[1];
+}
 
-    qemu_mutex_lock(&s->lock);
-    if (s->role == DRBD_ROLE_PRIMARY) {
-        qemu_mutex_unlock(&s->lock);
-        return 0;
-    }
-    if (s->peer_role == DRBD_ROLE_PRIMARY) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the peer is primary; demote it first", name);
-        return -EBUSY;
-    }
-    if (s->cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the connection handshake is running; try "
-                   "again", name);
-        return -EAGAIN;
-    }
-    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force) {
-        DrbdDiskState disk = s->disk;
-
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the local data is %s, not up-to-date",
-                   name, DrbdDiskState_str(disk));
-        error_append_hint(errp, "Wait for the resync to finish, or use "
-                          "force=true to promote anyway.\n");
-        return -EAGAIN;
-    }
-    qemu_mutex_unlock(&s->lock);
-
-    if (drbd_request_promotion(s, errp) < 0) {
-        error_prepend(errp, "'%s': ", name);
-        return -EBUSY;
-    }
-    /*
-     * Writes that will not reach the peer's disk start a new data
-     * generation, so that the next handshake knows who changed what
-     */
-    qemu_mutex_lock(&s->lock);
-    drbd_uuids_get_locked(s, &u);
-    /*
-     * Connected, the peer gets every write (and a running resync the
-     * rest): no new generation, as with DRBD
-     */
-    drbd_uuid_promote(&u, s->cstate >= DRBD_CONN_STATE_CONNECTED, force,
-                      drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
-    /* On disk before the first write as primary can be */
-    s->md_primary_pending = true;
+void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
+{
     s->hs_gen++;
-    qemu_mutex_unlock(&s->lock);
-    drbd_md_sync(s);
+    s->md.uuid_current = u->current;
+    s->md.uuid_bitmap = u->bitmap;
+    s->md.uuid_history[0] = u->history[0];
+    s->md.uuid_history[1] = u->history[1];
+}
 
-    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
-                   force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
-                   force ? "promoted (forced)" : "promoted");
-    qemu_mutex_lock(&s->lock);
-    s->md_primary_pending = false;
-    qemu_mutex_unlock(&s->lock);
-    drbd_announce_role(s);
-    if (force) {
-        /* A new generation while connected: let the handshake decide */
-        DrbdPeer *peer = drbd_peer_get(s);
+/* A UUID as query-drbd, info drbd and qemu-img info show it */
+char *drbd_uuid_hex(uint64_t uuid)
+{
+    return g_strdup_printf("%016" PRIX64, uuid);
+}
 
-        if (peer) {
-            drbd_peer_fail(peer, "forced promotion: connecting again");
-            drbd_peer_put(peer);
-        }
-    }
-    return 0;
+uint64_t drbd_fresh_uuid(void)
+{
+    uint64_t v;
+
+    qemu_guest_getrandom_nofail(&v, sizeof(v));
+    return v;
 }
 
 /*
- * drbd-invalidate: our data is to be replaced by the peer's, all of it;
- * drbd-invalidate-remote: the peer's by ours.  Both mark the whole disk
- * out of sync, durably, and let the handshake (again, if connected)
- * start the resync: an inconsistent disk is always the sync target, and
- * a new generation makes this node the source.
+ * The resync with @peer is complete: both nodes are in the same data
+ * generation now.  The source moves its bitmap UUID to the history; the
+ * target takes the source's UUIDs as they are after that.
  */
-int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
+void drbd_resync_finished_uuids(DrbdPeer *peer)
 {
-    const char *name = bdrv_get_node_name(s->bs);
-    DrbdPeer *peer;
+    BDRVDrbdState *s = peer->s;
     DrbdUuids u;
-    int ret;
 
     qemu_mutex_lock(&s->lock);
-    if (!remote && s->role == DRBD_ROLE_PRIMARY) {
+    if (peer->uuids_synced) {
+        /* A late resync of writes made during the handshake */
         qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s' is primary: demote it before discarding its "
-                   "data", name);
-        return -EBUSY;
+        return;
     }
-    if (remote && s->disk != DRBD_DISK_STATE_UP_TO_DATE) {
-        DrbdDiskState disk = s->disk;
-
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the local data is %s: it cannot replace "
-                   "the peer's", name, DrbdDiskState_str(disk));
-        return -EAGAIN;
-    }
-    if (remote && s->peer_role == DRBD_ROLE_PRIMARY) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the peer is primary: demote it before "
-                   "discarding its data", name);
-        return -EBUSY;
-    }
-    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-        s->cstate == DRBD_CONN_STATE_SYNC_TARGET ||
-        s->cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': a resync or a connection handshake is "
-                   "running; try again when it is over", name);
-        return -EBUSY;
-    }
-    drbd_oos_set_locked(s, 0, s->size);
+    peer->uuids_synced = true;
     drbd_uuids_get_locked(s, &u);
-    if (remote) {
-        drbd_uuid_new_current(&u, drbd_fresh_uuid());
+    if (peer->decision == DRBD_SYNC_SOURCE ||
+        peer->decision == DRBD_SYNC_FULL_SOURCE) {
+        drbd_uuid_resync_finished_source(&u);
     } else {
-        /* Our data names no generation any more: any peer's is newer */
-        drbd_uuid_init(&u);
+        uint64_t flag = u.current & DRBD_UUID_PRIMARY_FLAG;
+
+        u = peer->hs_uuids;
+        drbd_uuid_resync_finished_source(&u);
+        u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
     }
     drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
-
-    if (!remote) {
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
-                       "invalidated: full resync from the peer");
-    }
-    ret = drbd_md_sync_all(s);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "'%s': could not write the metadata",
-                         name);
-        return ret;
-    }
-
-    peer = drbd_peer_get(s);
-    if (peer) {
-        drbd_peer_fail(peer, remote ? "the peer's data was invalidated" :
-                       "the local data was invalidated");
-        drbd_peer_put(peer);
-    }
-    return 0;
 }
 
-int drbd_demote(BDRVDrbdState *s, Error **errp)
+void drbd_note_error(BDRVDrbdState *s, Error *err)
 {
-    DrbdUuids u;
-
-    /* Guest requests in flight complete first; later ones are refused */
-    bdrv_drained_begin(s->bs);
-    drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
-    bdrv_drained_end(s->bs);
+    if (!err) {
+        return;
+    }
+    trace_drbd_conn_error(s->bs, error_get_pretty(err));
     qemu_mutex_lock(&s->lock);
-    drbd_uuids_get_locked(s, &u);
-    drbd_uuid_demote(&u);
-    drbd_uuids_set_locked(s, &u);
+    g_free(s->last_error);
+    s->last_error = g_strdup(error_get_pretty(err));
     qemu_mutex_unlock(&s->lock);
-    drbd_md_sync(s);
-    drbd_announce_role(s);
-    return 0;
+    error_free(err);
 }

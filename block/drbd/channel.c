@@ -1,0 +1,387 @@
+/*
+ * DRBD-style replication: the channels to the peer
+ *
+ * A connection has two channels: data (writes, barriers, resync, state)
+ * and meta (acks and pings), so that acks never wait behind bulk data.
+ * This file moves whole packets over them: a channel is written by
+ * whoever holds its send lock, and read by one receiver coroutine through
+ * a buffer.  It also keeps the peer's references: the connection manager
+ * frees a peer once it is broken (drbd_peer_fail()) and every reference
+ * is dropped.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/timer.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+/* A socket that must finish its handshake before a deadline */
+static void drbd_deadline_cb(void *opaque)
+{
+    DrbdDeadline *d = opaque;
+
+    d->expired = true;
+    qio_channel_shutdown(d->ioc, QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+}
+
+void drbd_deadline_arm(DrbdDeadline *d, QIOChannelSocket *sioc, uint64_t ns)
+{
+    d->ioc = QIO_CHANNEL(sioc);
+    d->expired = false;
+    d->timer = aio_timer_new(qemu_get_current_aio_context(),
+                             QEMU_CLOCK_REALTIME, SCALE_NS,
+                             drbd_deadline_cb, d);
+    timer_mod(d->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
+}
+
+/* The peer made progress: the deadline starts again */
+void drbd_deadline_rearm(DrbdDeadline *d, uint64_t ns)
+{
+    if (d->timer) {
+        timer_mod(d->timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
+    }
+}
+
+void drbd_deadline_disarm(DrbdDeadline *d)
+{
+    if (d->timer) {
+        timer_free(d->timer);
+        d->timer = NULL;
+    }
+}
+
+void drbd_setup_channel(QIOChannelSocket *sioc, const char *name)
+{
+    QIOChannel *ioc = QIO_CHANNEL(sioc);
+
+    qio_channel_set_name(ioc, name);
+    qio_channel_set_blocking(ioc, false, NULL);
+    qio_channel_set_follow_coroutine_ctx(ioc, true);
+    qio_channel_set_delay(ioc, false);
+}
+
+/* Write one encoded packet; the caller holds the channel's send lock */
+int coroutine_fn drbd_write_packet(QIOChannelSocket *sioc, GByteArray *pkt,
+                                   Error **errp)
+{
+    return qio_channel_write_all(QIO_CHANNEL(sioc), (char *)pkt->data,
+                                 pkt->len, errp);
+}
+
+/*
+ * Read one packet: its header into @h and its payload into a buffer the
+ * caller frees.  Returns 0 on success, -EPIPE on end of file before a
+ * header, and -EINVAL or -EIO with @errp set otherwise.
+ */
+static int coroutine_fn drbd_read_packet(QIOChannelSocket *sioc,
+                                         DrbdHeader *h, uint8_t **payload,
+                                         Error **errp)
+{
+    uint8_t hbuf[DRBD_WIRE_HEADER_SIZE];
+    int ret;
+
+    *payload = NULL;
+    ret = qio_channel_read_all_eof(QIO_CHANNEL(sioc), (char *)hbuf,
+                                   sizeof(hbuf), errp);
+    if (ret == 0) {
+        error_setg(errp, "connection closed by the peer");
+        return -EPIPE;
+    }
+    if (ret < 0) {
+        return -EIO;
+    }
+    if (drbd_wire_get_header(hbuf, h, errp) < 0) {
+        return -EINVAL;
+    }
+    if (h->length) {
+        *payload = g_malloc(h->length);
+        if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)*payload,
+                                 h->length, errp) < 0) {
+            g_free(*payload);
+            *payload = NULL;
+            return -EIO;
+        }
+    }
+    trace_drbd_recv_packet(drbd_cmd_name(h->cmd), h->length);
+    return 0;
+}
+
+/*
+ * The receivers read through a buffer, so that the packets that arrived
+ * together (a barrier and a write, a write ack and a barrier ack) cost one
+ * system call rather than two per packet.  Only the receivers use it: the
+ * handshake before them reads exactly what it needs.
+ */
+static int coroutine_fn drbd_rx_fill(DrbdPeer *peer, QIOChannelSocket *sioc,
+                                     DrbdRxBuf *rb, size_t need,
+                                     Error **errp)
+{
+    QIOChannel *ioc = QIO_CHANNEL(sioc);
+
+    assert(need <= DRBD_RX_BUF_SIZE);
+    if (DRBD_RX_BUF_SIZE - rb->pos < need) {
+        memmove(rb->data, rb->data + rb->pos, rb->len - rb->pos);
+        rb->len -= rb->pos;
+        rb->pos = 0;
+    }
+    while (rb->len - rb->pos < need) {
+        ssize_t n = qio_channel_read(ioc, (char *)rb->data + rb->len,
+                                     DRBD_RX_BUF_SIZE - rb->len, errp);
+
+        if (n == QIO_CHANNEL_ERR_BLOCK) {
+            qio_channel_yield(ioc, G_IO_IN);
+            /* Woken by the data, or to follow the node to its new home */
+            drbd_co_rehome(peer->s);
+            continue;
+        }
+        if (n < 0) {
+            return -EIO;
+        }
+        if (n == 0) {
+            error_setg(errp, "connection closed by the peer");
+            return -EPIPE;
+        }
+        rb->len += n;
+    }
+    return 0;
+}
+
+/* drbd_read_packet() through the receiver's buffer */
+int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannelSocket *sioc,
+                                DrbdRxBuf *rb, DrbdHeader *h,
+                                uint8_t **payload, Error **errp)
+{
+    int ret;
+
+    *payload = NULL;
+    ret = drbd_rx_fill(peer, sioc, rb, DRBD_WIRE_HEADER_SIZE, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (drbd_wire_get_header(rb->data + rb->pos, h, errp) < 0) {
+        return -EINVAL;
+    }
+    rb->pos += DRBD_WIRE_HEADER_SIZE;
+    if (h->length > DRBD_RX_DIRECT_MIN && h->length > rb->len - rb->pos) {
+        /* A large payload: what is buffered, then the rest read directly */
+        size_t have = rb->len - rb->pos;
+
+        *payload = g_malloc(h->length);
+        memcpy(*payload, rb->data + rb->pos, have);
+        rb->pos = rb->len = 0;
+        if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)*payload + have,
+                                 h->length - have, errp) < 0) {
+            g_free(*payload);
+            *payload = NULL;
+            return -EIO;
+        }
+    } else if (h->length) {
+        ret = drbd_rx_fill(peer, sioc, rb, h->length, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        *payload = g_memdup2(rb->data + rb->pos, h->length);
+        rb->pos += h->length;
+    }
+    trace_drbd_recv_packet(drbd_cmd_name(h->cmd), h->length);
+    return 0;
+}
+
+/* Read a packet that must be @cmd */
+int coroutine_fn drbd_expect_packet(QIOChannelSocket *sioc, uint16_t cmd,
+                                    uint8_t **payload, uint32_t *len,
+                                    Error **errp)
+{
+    DrbdHeader h;
+    int ret = drbd_read_packet(sioc, &h, payload, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (h.cmd != cmd) {
+        error_setg(errp, "expected a %s packet, got %s", drbd_cmd_name(cmd),
+                   drbd_cmd_name(h.cmd));
+        g_free(*payload);
+        *payload = NULL;
+        return -EINVAL;
+    }
+    *len = h.length;
+    return 0;
+}
+
+DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
+                        QIOChannelSocket *meta)
+{
+    DrbdPeer *peer = g_new0(DrbdPeer, 1);
+
+    peer->s = s;
+    peer->data = data;
+    peer->meta = meta;
+    peer->role = DRBD_ROLE_UNKNOWN;
+    peer->disk = DRBD_DISK_STATE_DUNKNOWN;
+    peer->data_rx.data = g_malloc(DRBD_RX_BUF_SIZE);
+    peer->meta_rx.data = g_malloc(DRBD_RX_BUF_SIZE);
+    qemu_co_mutex_init(&peer->data_send_lock);
+    qemu_co_mutex_init(&peer->meta_send_lock);
+    QLIST_INIT(&peer->apply_reqs);
+    return peer;
+}
+
+void drbd_peer_free(DrbdPeer *peer)
+{
+    object_unref(OBJECT(peer->data));
+    object_unref(OBJECT(peer->meta));
+    g_free(peer->data_rx.data);
+    g_free(peer->meta_rx.data);
+    g_free(peer->broken_reason);
+    g_free(peer);
+}
+
+/*
+ * Start tearing the connection down: the receivers see their channels
+ * shut down, the pinger and the resync their sleep end.  Only the first
+ * reason is kept.
+ */
+void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
+{
+    BDRVDrbdState *s = peer->s;
+    va_list ap;
+
+    qemu_mutex_lock(&s->lock);
+    if (peer->broken) {
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    peer->broken = true;
+    va_start(ap, fmt);
+    peer->broken_reason = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_peer_fail(peer->s->bs, peer->broken_reason);
+
+    qio_channel_shutdown(QIO_CHANNEL(peer->data), QIO_CHANNEL_SHUTDOWN_BOTH,
+                         NULL);
+    qio_channel_shutdown(QIO_CHANNEL(peer->meta), QIO_CHANNEL_SHUTDOWN_BOTH,
+                         NULL);
+    drbd_sleep_wake(s, &peer->ping_sleep, true);
+    drbd_sleep_wake(s, &peer->resync_sleep, true);
+    /* Flushes waiting for a barrier ack see that none will come */
+    qemu_mutex_lock(&s->lock);
+    qemu_co_enter_all(&s->barrier_waiters, &s->lock);
+    qemu_mutex_unlock(&s->lock);
+}
+
+/*
+ * The node moved to another context: wake the peer's coroutines where
+ * they wait, so that they follow it (drbd_co_rehome())
+ */
+void drbd_peer_kick(DrbdPeer *peer)
+{
+    qio_channel_wake_read(QIO_CHANNEL(peer->data));
+    qio_channel_wake_read(QIO_CHANNEL(peer->meta));
+    drbd_sleep_wake(peer->s, &peer->ping_sleep, false);
+    drbd_sleep_wake(peer->s, &peer->resync_sleep, false);
+}
+
+/*
+ * The connected peer, with a reference that keeps it from being freed
+ * until drbd_peer_put(); NULL when there is none.
+ */
+DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s)
+{
+    DrbdPeer *peer = s->peer && !s->peer->broken ? s->peer : NULL;
+
+    if (peer) {
+        peer->running++;
+    }
+    return peer;
+}
+
+DrbdPeer *drbd_peer_get(BDRVDrbdState *s)
+{
+    DrbdPeer *peer;
+
+    qemu_mutex_lock(&s->lock);
+    peer = drbd_peer_get_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    return peer;
+}
+
+/* Drop a reference; the last one after a break wakes the manager */
+void drbd_peer_put(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    bool wake;
+
+    qemu_mutex_lock(&s->lock);
+    assert(peer->running > 0);
+    wake = --peer->running == 0 && peer->broken;
+    qemu_mutex_unlock(&s->lock);
+    if (wake) {
+        aio_co_wake(s->conn_co);
+    }
+}
+
+/* Send a packet on the meta channel; failures break the connection */
+int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt)
+{
+    Error *err = NULL;
+    int ret;
+
+    qemu_co_mutex_lock(&peer->meta_send_lock);
+    ret = peer->broken ? -EPIPE : drbd_write_packet(peer->meta, pkt, &err);
+    qemu_co_mutex_unlock(&peer->meta_send_lock);
+    if (ret < 0 && err) {
+        drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    return ret;
+}
+
+void coroutine_fn drbd_send_block_ack(DrbdPeer *peer, uint16_t cmd,
+                                      uint64_t offset, uint64_t id,
+                                      uint32_t bytes)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdBlockAck ack = { .offset = offset, .id = id, .bytes = bytes };
+
+    drbd_wire_put_block_ack(pkt, cmd, &ack);
+    drbd_send_meta(peer, pkt);
+}
+
+/* Send a packet on the data channel, for the resync and the secondary */
+int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt)
+{
+    Error *err = NULL;
+    int ret;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    ret = peer->broken ? -EPIPE : drbd_write_packet(peer->data, pkt, &err);
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+    if (err) {
+        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    return ret;
+}
+
+/*
+ * Start a coroutine of the connection in its home context; it holds a
+ * reference to the peer and drops it with drbd_peer_put() when it ends.
+ */
+void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque)
+{
+    AioContext *ctx;
+
+    qemu_mutex_lock(&peer->s->lock);
+    peer->running++;
+    ctx = peer->s->ctx;
+    qemu_mutex_unlock(&peer->s->lock);
+    aio_co_enter(ctx, qemu_coroutine_create(fn, opaque));
+}

@@ -1,0 +1,484 @@
+/*
+ * DRBD-style replication: the connection handshake
+ *
+ * On each new connection the two nodes exchange HELLOs on both channels
+ * (protocol version, resource, node ids), then sizes, states, generation
+ * UUIDs and bitmaps on the data channel, and both decide from the same
+ * facts (uuid.c) whether and which way to resync, or that they must not
+ * connect (split brain, unrelated data).
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
+#include "qapi/qapi-events-drbd.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+static void drbd_make_hello(BDRVDrbdState *s, DrbdHello *h, bool meta)
+{
+    *h = (DrbdHello) {
+        .version_min = DRBD_PROTO_VERSION_MIN,
+        .version_max = DRBD_PROTO_VERSION_MAX,
+        .node_id = s->node_id,
+        .flags = meta ? DRBD_HELLO_META_CHANNEL : 0,
+    };
+    pstrcpy(h->resource, sizeof(h->resource), s->resource);
+}
+
+/* Check the peer's HELLO against our configuration */
+int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp)
+{
+    uint32_t common_max = MIN(h->version_max, DRBD_PROTO_VERSION_MAX);
+
+    if (common_max < MAX(h->version_min, DRBD_PROTO_VERSION_MIN)) {
+        error_setg(errp, "the peer speaks protocol versions %" PRIu32
+                   " to %" PRIu32 ", this node %d to %d: no common version",
+                   h->version_min, h->version_max, DRBD_PROTO_VERSION_MIN,
+                   DRBD_PROTO_VERSION_MAX);
+        return -EPROTO;
+    }
+    if (strcmp(h->resource, s->resource) != 0) {
+        error_setg(errp, "the peer is of resource '%s', this node of '%s'",
+                   h->resource, s->resource);
+        return -EINVAL;
+    }
+    if (h->node_id != s->peer_node_id) {
+        error_setg(errp, "the peer has node-id %" PRIu32 ", peer-node-id "
+                   "is %d", h->node_id, s->peer_node_id);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannelSocket *sioc,
+                                 bool meta, Error **errp)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdHello hello;
+
+    drbd_make_hello(s, &hello, meta);
+    drbd_wire_put_hello(pkt, &hello);
+    return drbd_write_packet(sioc, pkt, errp);
+}
+
+int coroutine_fn drbd_recv_hello(QIOChannelSocket *sioc, DrbdHello *hello,
+                                 Error **errp)
+{
+    g_autofree uint8_t *payload = NULL;
+    uint32_t len;
+    int ret;
+
+    ret = drbd_expect_packet(sioc, DRBD_CMD_HELLO, &payload, &len, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    return drbd_wire_get_hello(payload, len, hello, errp);
+}
+
+/*
+ * The out-of-sync bitmaps cross the data channel in run-length encoded
+ * BITMAP packets (rle.h), one bit per 4 KiB, the node with the lower id
+ * sending first so that neither waits on a full socket for the other.
+ */
+static int coroutine_fn drbd_send_bitmap(DrbdPeer *peer, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    uint64_t nbits = DIV_ROUND_UP(s->size, 1 << DRBD_BM_GRANULARITY);
+    g_autofree uint8_t *chunk = g_malloc(DRBD_WIRE_MAX_BITMAP);
+    HBitmap *hb = hbitmap_alloc(nbits, 0);
+    int64_t offset = 0, start, count;
+    uint64_t pos = 0;
+    size_t len;
+    int ret = 0;
+
+    qemu_mutex_lock(&s->lock);
+    while (hbitmap_next_dirty_area(s->oos, offset, s->size, INT64_MAX,
+                                   &start, &count)) {
+        hbitmap_set(hb, start >> DRBD_BM_GRANULARITY,
+                    DIV_ROUND_UP(start + count, 1 << DRBD_BM_GRANULARITY) -
+                    (start >> DRBD_BM_GRANULARITY));
+        offset = start + count;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    while ((len = drbd_rle_encode(hb, nbits, &pos, chunk,
+                                  DRBD_WIRE_MAX_BITMAP)) > 0) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_wire_put_bitmap(pkt, chunk, len);
+        ret = drbd_write_packet(peer->data, pkt, errp);
+        if (ret < 0) {
+            break;
+        }
+    }
+    hbitmap_free(hb);
+    return ret;
+}
+
+/* Receive the peer's bitmap; *@bytes: how much of the device it marks */
+static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, DrbdDeadline *dl,
+                                         HBitmap **out, uint64_t *bytes,
+                                         Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    uint64_t nbits = DIV_ROUND_UP(s->size, 1 << DRBD_BM_GRANULARITY);
+    HBitmap *hb = hbitmap_alloc(nbits, 0);
+    uint64_t pos = 0;
+
+    while (pos < nbits) {
+        g_autofree uint8_t *payload = NULL;
+        uint32_t len;
+
+        if (drbd_expect_packet(peer->data, DRBD_CMD_BITMAP, &payload, &len,
+                               errp) < 0 ||
+            drbd_rle_decode(payload, len, pos, hb, nbits, &pos, errp) < 0) {
+            hbitmap_free(hb);
+            return -EINVAL;
+        }
+        drbd_deadline_rearm(dl, s->ping_timeout_ns);
+    }
+    *bytes = hbitmap_count(hb) << DRBD_BM_GRANULARITY;
+    *out = hb;
+    return 0;
+}
+
+static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, DrbdDeadline *dl,
+                                              HBitmap **theirs,
+                                              uint64_t *bytes, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+
+    if (s->node_id < s->peer_node_id) {
+        return drbd_send_bitmap(peer, errp) < 0 ? -EIO :
+               drbd_recv_bitmap(peer, dl, theirs, bytes, errp);
+    }
+    if (drbd_recv_bitmap(peer, dl, theirs, bytes, errp) < 0) {
+        return -EINVAL;
+    }
+    if (drbd_send_bitmap(peer, errp) < 0) {
+        hbitmap_free(*theirs);
+        *theirs = NULL;
+        return -EIO;
+    }
+    return 0;
+}
+
+static DrbdHandshakeDisk drbd_hs_disk(DrbdDiskState d)
+{
+    switch (d) {
+    case DRBD_DISK_STATE_UP_TO_DATE:
+        return DRBD_HS_DISK_UP_TO_DATE;
+    case DRBD_DISK_STATE_CONSISTENT:
+        return DRBD_HS_DISK_CONSISTENT;
+    case DRBD_DISK_STATE_OUTDATED:
+        return DRBD_HS_DISK_OUTDATED;
+    case DRBD_DISK_STATE_INCONSISTENT:
+        return DRBD_HS_DISK_INCONSISTENT;
+    default:
+        return DRBD_HS_DISK_DISKLESS;
+    }
+}
+
+static void drbd_uuids_str(GString *out, const char *who, const DrbdUuids *u)
+{
+    g_string_append_printf(out, " %s %016" PRIX64 ":%016" PRIX64 ":%016"
+                           PRIX64 ":%016" PRIX64, who, u->current, u->bitmap,
+                           u->history[0], u->history[1]);
+}
+
+/*
+ * What the handshake decided about a split brain or unrelated data: an
+ * event and a log line for the operator, never a silent resolution
+ */
+static void drbd_report_split_brain(BDRVDrbdState *s,
+                                    const DrbdHandshakeResult *res,
+                                    const DrbdUuids *mine,
+                                    const DrbdUuids *theirs)
+{
+    g_autoptr(GString) detail = g_string_new(NULL);
+    bool resolved = res->resolution == DRBD_SB_BY_POLICY ||
+                    res->resolution == DRBD_SB_BY_DISCARD_MY_DATA;
+    const char *decision = res->decision == DRBD_SYNC_UNRELATED ?
+                           "unrelated data" :
+                           resolved ? drbd_sync_decision_str(res->decision) :
+                           "split brain";
+
+    g_string_printf(detail, "rule %d", res->rule);
+    if (resolved) {
+        g_string_append_printf(detail, ", resolved %s%s",
+                               res->resolution == DRBD_SB_BY_POLICY ?
+                               "by after-sb policy " : "by discard-my-data",
+                               res->resolution == DRBD_SB_BY_POLICY ?
+                               drbd_after_sb_policy_str(res->policy) : "");
+    }
+    g_string_append(detail, ";");
+    drbd_uuids_str(detail, "self", mine);
+    drbd_uuids_str(detail, "peer", theirs);
+    if (resolved) {
+        warn_report("drbd node '%s' (resource %s): split brain, resolved: "
+                    "%s (%s)", bdrv_get_node_name(s->bs), s->resource,
+                    decision, detail->str);
+    } else {
+        error_report("drbd node '%s' (resource %s): %s: not connecting (%s); "
+                     "drbd-connect with discard-my-data on the node whose "
+                     "changes are to be dropped", bdrv_get_node_name(s->bs),
+                     s->resource, decision, detail->str);
+    }
+    qapi_event_send_drbd_split_brain(bdrv_get_node_name(s->bs), resolved,
+                                     decision, detail->str);
+}
+
+/*
+ * The sync handshake: who has the newer data, from the generation UUIDs
+ * and disk states (uuid.c), and what is out of sync, from both bitmaps.
+ * Sets peer->decision; the source and the target both hold the union of
+ * the two bitmaps afterwards.
+ */
+static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
+                                               DrbdHandshakeSide self,
+                                               uint64_t gen,
+                                               const DrbdStatePacket *st,
+                                               const DrbdUuidsPacket *pu,
+                                               HBitmap *their_bm,
+                                               Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdHandshakeSide other = {
+        .uuids = {
+            .current = pu->current, .bitmap = pu->bitmap,
+            .history = { pu->history[0], pu->history[1] },
+        },
+        .disk = drbd_hs_disk(st->disk_state),
+        .primary = st->role == DRBD_ROLE_PRIMARY,
+        .crashed_primary = pu->flags & DRBD_UUIDS_CRASHED_PRIMARY,
+        .changes = pu->changes,
+        .discard_my_data = pu->flags & DRBD_UUIDS_DISCARD_MY_DATA,
+    };
+    DrbdHandshakeConfig their_cfg = {
+        .after_sb_0pri = pu->after_sb[0],
+        .after_sb_1pri = pu->after_sb[1],
+        .after_sb_2pri = pu->after_sb[2],
+    };
+    DrbdHandshakeResult res;
+    DrbdSyncDecision d;
+    int64_t start = 0, count;
+
+    if (drbd_handshake_config_compatible(&s->sb_cfg, &their_cfg, errp) < 0) {
+        return -EINVAL;
+    }
+
+    /* Decide from what we sent: the peer decides from the same */
+    d = drbd_sync_handshake(&self, &other, s->node_id < s->peer_node_id,
+                            &s->sb_cfg, &res);
+    trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
+                              drbd_uuid_cmp_str(res.uuid_cmp),
+                              drbd_sb_resolution_str(res.resolution));
+
+    if (res.resolution != DRBD_SB_NONE || d == DRBD_SYNC_UNRELATED) {
+        drbd_report_split_brain(s, &res, &self.uuids, &other.uuids);
+    }
+    switch (d) {
+    case DRBD_SYNC_SPLIT_BRAIN:
+    case DRBD_SYNC_UNRELATED:
+        qemu_mutex_lock(&s->lock);
+        s->connect_held = true;
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "%s with the peer (rule %d): not connecting "
+                   "until drbd-connect",
+                   d == DRBD_SYNC_UNRELATED ? "unrelated data" :
+                   "split brain", res.rule);
+        return -EINVAL;
+    case DRBD_SYNC_INCONSISTENT_SOURCE:
+        error_setg(errp, "the node that would be sync source has "
+                   "inconsistent data: neither has good data to send");
+        return -EINVAL;
+    case DRBD_SYNC_PRIMARY_TARGET:
+        error_setg(errp, "a primary with consistent data would become "
+                   "sync target: demote it, or discard its data");
+        return -EINVAL;
+    default:
+        break;
+    }
+
+    peer->decision = d;
+    peer->uuids_synced = d == DRBD_SYNC_NONE;
+    peer->hs_uuids = other.uuids;
+    drbd_uuid_repair(res.rule, &self.uuids, &peer->hs_uuids);
+
+    qemu_mutex_lock(&s->lock);
+    if (s->hs_gen != gen) {
+        /* Promoted, demoted or invalidated meanwhile: decide again */
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "the node's role, disk or UUIDs changed during the "
+                   "handshake; connecting again");
+        return -EAGAIN;
+    }
+    s->discard_my_data = false;
+    s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+    drbd_uuids_set_locked(s, &self.uuids);
+    if (d == DRBD_SYNC_NONE && res.rule != 0 &&
+        s->role != DRBD_ROLE_PRIMARY) {
+        /* The same generation on both sides: nothing differs */
+        drbd_oos_reset_locked(s, 0, s->size);
+    } else if (d == DRBD_SYNC_FULL_SOURCE || d == DRBD_SYNC_FULL_TARGET) {
+        drbd_oos_set_locked(s, 0, s->size);
+    } else {
+        while (hbitmap_next_dirty_area(their_bm, start, INT64_MAX,
+                                       INT64_MAX, &start, &count)) {
+            uint64_t off = (uint64_t)start << DRBD_BM_GRANULARITY;
+
+            drbd_oos_set_locked(s, off,
+                                MIN((uint64_t)count << DRBD_BM_GRANULARITY,
+                                    s->size - off));
+            start += count;
+        }
+    }
+    peer->resync_bits = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY;
+    qemu_mutex_unlock(&s->lock);
+
+    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
+        peer->resync_bits) {
+        /*
+         * Our data is not usable until the resync is done, even after a
+         * crash: the superblock says so before any resync write
+         */
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+                       "resync from the peer needed");
+        /* What we lack, on disk with it */
+        if (drbd_md_sync_all_co(s) < 0) {
+            error_setg(errp, "could not write the metadata before the "
+                       "resync");
+            return -EIO;
+        }
+    } else if (d != DRBD_SYNC_NONE && !peer->resync_bits) {
+        /*
+         * Nothing to send: the resync is over as it starts (a primary's
+         * writes from now until the connection is up are sent by a
+         * resync that drbd_peer_run() starts for them)
+         */
+        drbd_resync_finished_uuids(peer);
+    }
+    if (drbd_md_sync_co(s) < 0) {
+        error_setg(errp, "could not write the metadata after the handshake");
+        return -EIO;
+    }
+    return 0;
+}
+
+/*
+ * Exchange sizes, states, generation UUIDs and bitmaps on the data
+ * channel, and decide what happens between the two nodes
+ */
+int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
+                                      Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *payload = NULL;
+    g_autofree uint8_t *payload2 = NULL;
+    g_autofree uint8_t *payload3 = NULL;
+    DrbdSizes mine = {
+        .disk_size = s->size,
+        .max_epoch_size = s->max_epoch_size,
+        .protocol = s->protocol,
+    };
+    DrbdUuidsPacket uuids, their_uuids;
+    DrbdHandshakeSide self;
+    uint64_t gen;
+    DrbdSizes theirs;
+    DrbdStatePacket st;
+    HBitmap *their_bm = NULL;
+    uint64_t their_bytes = 0;
+    uint32_t len;
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    st.role = s->role;
+    st.disk_state = s->disk;
+    /* What we send is what we decide from */
+    self = (DrbdHandshakeSide) {
+        .disk = drbd_hs_disk(s->disk),
+        .primary = s->role == DRBD_ROLE_PRIMARY,
+        .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
+        .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
+        .discard_my_data = s->discard_my_data,
+    };
+    drbd_uuids_get_locked(s, &self.uuids);
+    gen = s->hs_gen;
+    qemu_mutex_unlock(&s->lock);
+
+    uuids = (DrbdUuidsPacket) {
+        .current = self.uuids.current,
+        .bitmap = self.uuids.bitmap,
+        .history = { self.uuids.history[0], self.uuids.history[1] },
+        .changes = self.changes,
+        .flags = (self.crashed_primary ? DRBD_UUIDS_CRASHED_PRIMARY : 0) |
+                 (self.discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0),
+        .after_sb = { s->sb_cfg.after_sb_0pri, s->sb_cfg.after_sb_1pri,
+                      s->sb_cfg.after_sb_2pri },
+    };
+
+    drbd_wire_put_sizes(pkt, &mine);
+    drbd_wire_put_state(pkt, &st);
+    drbd_wire_put_uuids(pkt, &uuids);
+    ret = drbd_write_packet(peer->data, pkt, errp);
+    if (ret < 0) {
+        return ret;
+    }
+
+    ret = drbd_expect_packet(peer->data, DRBD_CMD_SIZES, &payload, &len,
+                             errp);
+    if (ret < 0 || drbd_wire_get_sizes(payload, len, &theirs, errp) < 0) {
+        return -EINVAL;
+    }
+    ret = drbd_expect_packet(peer->data, DRBD_CMD_STATE, &payload2, &len,
+                             errp);
+    if (ret < 0 || drbd_wire_get_state(payload2, len, &st, errp) < 0) {
+        return -EINVAL;
+    }
+
+    if (theirs.disk_size != s->size) {
+        error_setg(errp, "the peer's disk has %" PRIu64 " bytes, this "
+                   "node's %" PRIu64 ": the sizes must be equal",
+                   theirs.disk_size, s->size);
+        return -EINVAL;
+    }
+    if (theirs.protocol != s->protocol) {
+        error_setg(errp, "the peer uses protocol %c, this node %c",
+                   theirs.protocol, s->protocol);
+        return -EINVAL;
+    }
+    if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "both nodes are primary: refusing to connect "
+                   "(demote one of them)");
+        return -EINVAL;
+    }
+    ret = drbd_expect_packet(peer->data, DRBD_CMD_UUIDS, &payload3, &len,
+                             errp);
+    if (ret < 0 || drbd_wire_get_uuids(payload3, len, &their_uuids,
+                                       errp) < 0) {
+        return -EINVAL;
+    }
+
+    ret = drbd_exchange_bitmaps(peer, dl, &their_bm, &their_bytes, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = drbd_sync_handshake_co(peer, self, gen, &st, &their_uuids,
+                                 their_bm, errp);
+    hbitmap_free(their_bm);
+    if (ret < 0) {
+        return ret;
+    }
+
+    peer->role = st.role;
+    peer->disk = st.disk_state;
+    return 0;
+}

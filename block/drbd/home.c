@@ -1,0 +1,151 @@
+/*
+ * DRBD-style replication: where the node's background work runs
+ *
+ * The connection's coroutines live in the node's AioContext (s->ctx).
+ * When the node moves to another context, the main loop records the new
+ * one and wakes every waiting coroutine of the connection (conn.c); each
+ * moves itself to s->ctx with drbd_co_rehome() at its next wait.
+ *
+ * Background I/O (applying the peer's writes, resync reads, metadata
+ * written for the connection) is counted in flight on the node, so that
+ * a drained section waits for it, and none starts while the node is
+ * drained: drbd_co_io_begin() waits until the drained section ends.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block_int-io.h"
+#include "qemu/timer.h"
+
+#include "drbd-int.h"
+
+/*
+ * Before background I/O on the node's children: count it in flight,
+ * waiting first while the node is drained.  Returns -ECANCELED without
+ * counting anything if the node is closing (a close runs drained: what
+ * was to be written is left to the next resync).
+ */
+int coroutine_fn drbd_co_io_begin(BDRVDrbdState *s)
+{
+    for (;;) {
+        bdrv_inc_in_flight(s->bs);
+        if (!qatomic_read(&s->drained)) {
+            return 0;
+        }
+        /* A drained section began: it must not see this I/O */
+        bdrv_dec_in_flight(s->bs);
+        qemu_mutex_lock(&s->lock);
+        if (s->closing) {
+            qemu_mutex_unlock(&s->lock);
+            return -ECANCELED;
+        }
+        if (qatomic_read(&s->drained)) {
+            qemu_co_queue_wait(&s->drain_queue, &s->lock);
+        }
+        qemu_mutex_unlock(&s->lock);
+    }
+}
+
+void drbd_io_end(BDRVDrbdState *s)
+{
+    bdrv_dec_in_flight(s->bs);
+}
+
+void drbd_drain_begin_gate(BDRVDrbdState *s)
+{
+    qatomic_inc(&s->drained);
+}
+
+void drbd_drain_end_gate(BDRVDrbdState *s)
+{
+    if (qatomic_fetch_dec(&s->drained) == 1) {
+        /* A waiter of this thread is entered here: without the lock */
+        qemu_mutex_lock(&s->lock);
+        qemu_co_enter_all(&s->drain_queue, &s->lock);
+        qemu_mutex_unlock(&s->lock);
+    }
+}
+
+/* The node closes: whoever waits at the gate gives up */
+void drbd_gate_close(BDRVDrbdState *s)
+{
+    qemu_mutex_lock(&s->lock);
+    s->closing = true;
+    qemu_co_enter_all(&s->drain_queue, &s->lock);
+    qemu_mutex_unlock(&s->lock);
+}
+
+/* Move the calling coroutine to the connection's home, if elsewhere */
+void coroutine_fn drbd_co_rehome(BDRVDrbdState *s)
+{
+    AioContext *ctx;
+
+    qemu_mutex_lock(&s->lock);
+    ctx = s->ctx;
+    qemu_mutex_unlock(&s->lock);
+    aio_co_reschedule_self(ctx);
+}
+
+static void drbd_sleep_timer_cb(void *opaque)
+{
+    DrbdSleep *sl = opaque;
+    Coroutine *co = qatomic_xchg(&sl->co, NULL);
+
+    if (co) {
+        aio_co_wake(co);
+    }
+}
+
+/*
+ * Sleep up to @ns in the calling coroutine's context, or until
+ * drbd_sleep_wake().  Returns at once if the sleep was stopped, or if the
+ * coroutine is away from home (it must move first).
+ */
+void coroutine_fn drbd_co_sleep(BDRVDrbdState *s, DrbdSleep *sl, uint64_t ns)
+{
+    AioContext *here = qemu_get_current_aio_context();
+    QEMUTimer *timer;
+
+    qemu_mutex_lock(&s->lock);
+    if (sl->stopped || s->ctx != here) {
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    assert(!sl->co);
+    qatomic_set(&sl->co, qemu_coroutine_self());
+    qemu_mutex_unlock(&s->lock);
+
+    timer = aio_timer_new(here, QEMU_CLOCK_REALTIME, SCALE_NS,
+                          drbd_sleep_timer_cb, sl);
+    timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
+    qemu_coroutine_yield();
+    /* Woken by the timer or by drbd_sleep_wake(): either took sl->co */
+    timer_free(timer);
+}
+
+/* End a sleep early from any thread; with @stop, all later ones too */
+void drbd_sleep_wake(BDRVDrbdState *s, DrbdSleep *sl, bool stop)
+{
+    Coroutine *co;
+
+    qemu_mutex_lock(&s->lock);
+    if (stop) {
+        sl->stopped = true;
+    }
+    co = qatomic_xchg(&sl->co, NULL);
+    qemu_mutex_unlock(&s->lock);
+    if (co) {
+        aio_co_wake(co);
+    }
+}
+
+/* A timer callback for waits with a deadline: sets the bool it is given */
+void drbd_timer_set_flag(void *opaque)
+{
+    bool *flag = opaque;
+
+    qatomic_set(flag, true);
+}

@@ -1,0 +1,302 @@
+/*
+ * DRBD-style replication: the receivers and the pinger
+ *
+ * One receiver coroutine per channel reads packets and hands each to the
+ * layer that owns it: guest-write acks to the transfer log, resync acks
+ * to the resync, writes and barriers to the receiving side (peer.c).  The
+ * pinger proves the peer alive.  All three run in the node's context and
+ * follow it when it moves.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/aio-wait.h"
+#include "qapi/error.h"
+#include "qemu/timer.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+/* An ack for one of our requests arrived on the meta channel */
+static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
+                               const DrbdBlockAck *ack)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdRequest *req;
+
+    if (ack->id & DRBD_RESYNC_ID_FLAG) {
+        drbd_resync_acked(peer, cmd, ack);
+        return;
+    }
+
+    qemu_mutex_lock(&s->lock);
+    req = drbd_req_find_locked(s, ack->id);
+    if (req) {
+        drbd_req_event_locked(s, req, cmd == DRBD_CMD_RECV_ACK ?
+                              DRBD_EV_RECV_ACK :
+                              cmd == DRBD_CMD_WRITE_ACK ?
+                              DRBD_EV_WRITE_ACK : DRBD_EV_NEG_ACK);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (!req) {
+        /* Acks for requests that are gone are harmless: log only */
+        trace_drbd_stray_ack(s->bs, drbd_cmd_name(cmd), ack->id);
+    }
+}
+
+void coroutine_fn drbd_meta_receiver(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    while (!peer->broken) {
+        g_autofree uint8_t *payload = NULL;
+        Error *err = NULL;
+        DrbdHeader h;
+        DrbdBlockAck ack;
+        DrbdBarrier b;
+        int ret;
+
+        ret = drbd_rx_packet(peer, peer->meta, &peer->meta_rx, &h, &payload,
+                             &err);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+        /* any traffic proves the peer alive */
+        qatomic_set(&peer->ping_answered, true);
+
+        switch (h.cmd) {
+        case DRBD_CMD_PING: {
+            g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+            drbd_wire_put_empty(pkt, DRBD_CMD_PING_ACK);
+            drbd_send_meta(peer, pkt);
+            break;
+        }
+        case DRBD_CMD_PING_ACK:
+            break;
+        case DRBD_CMD_RECV_ACK:
+        case DRBD_CMD_WRITE_ACK:
+        case DRBD_CMD_NEG_ACK:
+            ret = drbd_wire_get_block_ack(h.cmd, payload, h.length, s->size,
+                                          &ack, &err);
+            if (ret == 0) {
+                drbd_got_block_ack(peer, h.cmd, &ack);
+            }
+            break;
+        case DRBD_CMD_STATE_REPLY: {
+            uint32_t result;
+
+            ret = drbd_wire_get_state_reply(payload, h.length, &result,
+                                            &err);
+            if (ret == 0) {
+                qemu_mutex_lock(&s->lock);
+                if (s->promote_pending) {
+                    qatomic_set(&s->promote_reply, result);
+                }
+                qemu_mutex_unlock(&s->lock);
+                aio_wait_kick();
+            }
+            break;
+        }
+        case DRBD_CMD_BARRIER_ACK:
+            ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
+            if (ret == 0) {
+                qemu_mutex_lock(&s->lock);
+                drbd_tl_barrier_acked_locked(s, b.epoch);
+                qemu_mutex_unlock(&s->lock);
+            }
+            break;
+        default:
+            error_setg(&err, "%s packet on the meta channel",
+                       drbd_cmd_name(h.cmd));
+            ret = -EINVAL;
+        }
+        if (ret < 0) {
+            drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+    }
+    drbd_peer_put(peer);
+}
+
+/* The peer's role or disk changed (it was promoted or demoted) */
+static int drbd_peer_state_changed(DrbdPeer *peer, const DrbdStatePacket *st,
+                                   Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    bool both_primary;
+
+    qemu_mutex_lock(&s->lock);
+    both_primary = st->role == DRBD_ROLE_PRIMARY &&
+                   s->role == DRBD_ROLE_PRIMARY;
+    qemu_mutex_unlock(&s->lock);
+    if (both_primary) {
+        error_setg(errp, "the peer became primary while this node is "
+                   "primary");
+        return -EINVAL;
+    }
+    drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,
+                   st->role == DRBD_ROLE_PRIMARY ? "peer promoted" :
+                   "peer state changed");
+    return 0;
+}
+
+/* The peer asks to become primary (or to take another state) */
+static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
+                                                const DrbdStatePacket *st)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint32_t result = DRBD_STATE_REPLY_GRANTED;
+
+    if (st->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_lock(&s->lock);
+        if (s->role == DRBD_ROLE_PRIMARY ||
+            (s->promote_pending && s->node_id < s->peer_node_id)) {
+            /* we are primary, or asking too and the lower id wins */
+            result = DRBD_STATE_REPLY_REFUSED;
+        }
+        qemu_mutex_unlock(&s->lock);
+    }
+    if (result == DRBD_STATE_REPLY_GRANTED) {
+        /* before the answer, so that we refuse our own promotion now */
+        drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,
+                       st->role == DRBD_ROLE_PRIMARY ?
+                       "peer promoted" : "peer state changed");
+    }
+    trace_drbd_state_request(s->bs, DrbdRole_str(st->role), result);
+    drbd_wire_put_state_reply(pkt, result);
+    return drbd_send_meta(peer, pkt) < 0 ? -EPIPE : 0;
+}
+
+void coroutine_fn drbd_data_receiver(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    while (!peer->broken) {
+        uint8_t *payload = NULL;
+        Error *err = NULL;
+        DrbdHeader h;
+        DrbdDataPacket p;
+        DrbdBlockAck ack;
+        DrbdBarrier b;
+        DrbdStatePacket st;
+        int ret;
+
+        ret = drbd_rx_packet(peer, peer->data, &peer->data_rx, &h, &payload,
+                             &err);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+
+        switch (h.cmd) {
+        case DRBD_CMD_DATA:
+        case DRBD_CMD_ZEROES:
+        case DRBD_CMD_DISCARD:
+        case DRBD_CMD_RS_DATA:
+            ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
+                                     &err);
+            if (ret == 0) {
+                /* the payload now belongs to the write */
+                ret = drbd_peer_apply(peer, h.cmd, &p, payload, &err);
+                payload = NULL;
+            }
+            break;
+        case DRBD_CMD_BARRIER:
+            ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
+            if (ret == 0) {
+                ret = drbd_peer_barrier(peer, &b, &err);
+            }
+            break;
+        case DRBD_CMD_OUT_OF_SYNC:
+            ret = drbd_wire_get_block_ack(h.cmd, payload, h.length, s->size,
+                                          &ack, &err);
+            if (ret == 0) {
+                ret = drbd_peer_out_of_sync(peer, &ack, &err);
+            }
+            break;
+        case DRBD_CMD_RS_DONE:
+            ret = drbd_peer_resync_done(peer, &err);
+            break;
+        case DRBD_CMD_STATE:
+            ret = drbd_wire_get_state(payload, h.length, &st, &err);
+            if (ret == 0) {
+                ret = drbd_peer_state_changed(peer, &st, &err);
+            }
+            break;
+        case DRBD_CMD_STATE_REQ:
+            ret = drbd_wire_get_state(payload, h.length, &st, &err);
+            if (ret == 0 && drbd_peer_state_request(peer, &st) < 0) {
+                error_setg(&err, "could not answer a state request");
+                ret = -EPIPE;
+            }
+            break;
+        default:
+            error_setg(&err, "%s packet on the data channel",
+                       drbd_cmd_name(h.cmd));
+            ret = -EINVAL;
+        }
+        g_free(payload);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+            error_free(err);
+            break;
+        }
+    }
+    drbd_peer_put(peer);
+}
+
+/* Sleep until @deadline (QEMU_CLOCK_REALTIME ns), following the node */
+static void coroutine_fn drbd_ping_wait(DrbdPeer *peer, int64_t deadline,
+                                        bool for_answer)
+{
+    BDRVDrbdState *s = peer->s;
+    int64_t now;
+
+    while (!qatomic_read(&peer->broken) &&
+           !(for_answer && qatomic_read(&peer->ping_answered)) &&
+           (now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME)) < deadline) {
+        drbd_co_sleep(s, &peer->ping_sleep, deadline - now);
+        drbd_co_rehome(s);
+    }
+}
+
+/* Ping the peer every ping-interval; no answer in ping-timeout kills it */
+void coroutine_fn drbd_pinger(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    while (!qatomic_read(&peer->broken)) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_ping_wait(peer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       s->ping_interval_ns, false);
+        if (qatomic_read(&peer->broken)) {
+            break;
+        }
+        qatomic_set(&peer->ping_answered, false);
+        drbd_wire_put_empty(pkt, DRBD_CMD_PING);
+        if (drbd_send_meta(peer, pkt) < 0) {
+            break;
+        }
+        drbd_ping_wait(peer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       s->ping_timeout_ns, true);
+        if (!qatomic_read(&peer->broken) &&
+            !qatomic_read(&peer->ping_answered)) {
+            drbd_peer_fail(peer, "the peer did not answer a ping in %" PRIu64
+                           " ms", s->ping_timeout_ns / SCALE_MS);
+        }
+    }
+    drbd_peer_put(peer);
+}

@@ -1,0 +1,231 @@
+/*
+ * DRBD-style replication: the transfer log
+ *
+ * Every guest write replicated to the peer stays in the transfer log
+ * until the peer is done with it as the protocol says (req.c's
+ * transitions): acked, and for protocols A and B until the barrier that
+ * closes its epoch is acked.  Writes are sent in epochs; a write that may
+ * depend on one already completed opens a new epoch with a barrier.
+ * Everything here runs under s->lock, except the sending itself.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
+{
+    if (req->al_held) {
+        drbd_al_end_io_locked(s, req->offset, req->bytes);
+    }
+    g_free(req);
+}
+
+void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
+                           DrbdReqEvent ev)
+{
+    unsigned actions = drbd_req_mod(&req->state, ev);
+
+    trace_drbd_req_event(s->bs, req->id, drbd_req_event_name(ev),
+                         req->state, actions);
+    if (actions & DRBD_RA_MARK_OOS) {
+        drbd_oos_set_locked(s, req->offset, req->bytes);
+    }
+    if (actions & DRBD_RA_COMPLETE) {
+        /* Writes after this one may depend on it: they need a new epoch */
+        if ((req->state & DRBD_RQ_NET_SENT) && req->epoch == s->cur_epoch) {
+            s->epoch_needs_barrier = true;
+        }
+        if (req->waiter) {
+            aio_co_wake(req->waiter);
+            req->waiter = NULL;
+        }
+        if (s->al) {
+            /* A write waiting for an AL slot may close this epoch now */
+            qemu_co_queue_restart_all(&s->al_queue);
+        }
+    }
+    if (actions & DRBD_RA_DESTROY) {
+        if (req->in_tl) {
+            QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
+            req->in_tl = false;
+            s->pe--;
+        }
+        if (req->guest_gone) {
+            drbd_req_free_locked(s, req);
+        }
+    }
+}
+
+DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
+{
+    DrbdRequest *req;
+
+    QTAILQ_FOREACH(req, &s->transfer_log, tl_next) {
+        if (req->id == id) {
+            return req;
+        }
+    }
+    return NULL;
+}
+
+void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch)
+{
+    DrbdRequest *req, *next;
+
+    QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
+        if ((req->state & DRBD_RQ_NET_SENT) &&
+            (int32_t)(req->epoch - epoch) <= 0) {
+            drbd_req_event_locked(s, req, DRBD_EV_BARRIER_ACK);
+        }
+    }
+    if ((int32_t)(epoch + 1 - s->barrier_acked_upto) > 0) {
+        s->barrier_acked_upto = epoch + 1;
+    }
+    qemu_co_queue_restart_all(&s->barrier_waiters);
+}
+
+void drbd_tl_connection_lost_locked(BDRVDrbdState *s)
+{
+    DrbdRequest *req, *next;
+
+    QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
+        drbd_req_event_locked(s, req, DRBD_EV_CONNECTION_LOST);
+    }
+    /* Requests still in the log wait for their local write */
+    s->epoch_size = 0;
+    s->epoch_needs_barrier = false;
+    s->barrier_acked_upto = s->cur_epoch;
+}
+
+/* Close the current epoch with a barrier; the caller holds data_send_lock */
+static void drbd_close_epoch_locked(BDRVDrbdState *s, GByteArray *pkt,
+                                    bool flush)
+{
+    DrbdBarrier b = {
+        .epoch = s->cur_epoch,
+        .set_size = s->epoch_size,
+        .flags = flush ? DRBD_BARRIER_FLUSH : 0,
+    };
+
+    drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER, &b);
+    s->cur_epoch++;
+    s->epoch_size = 0;
+    s->epoch_needs_barrier = false;
+}
+
+/*
+ * Send a guest write (DATA, ZEROES or DISCARD) to the peer, opening a new
+ * epoch first when the write may depend on one already completed.  Feeds
+ * DRBD_EV_SENT or DRBD_EV_SEND_FAILED to the request.
+ */
+int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
+                                 uint16_t cmd, QEMUIOVector *qiov,
+                                 size_t qiov_offset, uint32_t dp_flags)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdDataPacket p = {
+        .offset = req->offset,
+        .id = req->id,
+        .flags = dp_flags,
+        .bytes = req->bytes,
+    };
+    Error *err = NULL;
+    int ret = -EPIPE;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    if (!peer->broken) {
+        qemu_mutex_lock(&s->lock);
+        if (s->epoch_needs_barrier || s->epoch_size >= s->max_epoch_size) {
+            drbd_close_epoch_locked(s, pkt, false);
+        }
+        req->epoch = s->cur_epoch;
+        p.epoch = s->cur_epoch;
+        s->epoch_size++;
+        /*
+         * Handed over now, before the bytes go out: the peer's ack may be
+         * processed in another thread before this coroutine runs again.
+         */
+        drbd_req_event_locked(s, req, DRBD_EV_SENT);
+        qemu_mutex_unlock(&s->lock);
+
+        if (cmd == DRBD_CMD_DATA) {
+            struct iovec iov[IOV_MAX];
+            int niov;
+
+            drbd_wire_put_data_header(pkt, cmd, &p);
+            iov[0].iov_base = pkt->data;
+            iov[0].iov_len = pkt->len;
+            niov = qemu_iovec_subvec_niov(qiov, qiov_offset, req->bytes);
+            if (niov < IOV_MAX) {
+                niov = iov_copy(iov + 1, IOV_MAX - 1, qiov->iov, qiov->niov,
+                                qiov_offset, req->bytes);
+                ret = qio_channel_writev_all(QIO_CHANNEL(peer->data), iov,
+                                             niov + 1, &err);
+            } else {
+                /* Too fragmented for one writev: send a linear copy */
+                g_autofree uint8_t *buf = g_malloc(req->bytes);
+
+                qemu_iovec_to_buf(qiov, qiov_offset, buf, req->bytes);
+                g_byte_array_append(pkt, buf, req->bytes);
+                ret = drbd_write_packet(peer->data, pkt, &err);
+            }
+        } else {
+            drbd_wire_put_data(pkt, cmd, &p);
+            ret = drbd_write_packet(peer->data, pkt, &err);
+        }
+    }
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+
+    qemu_mutex_lock(&s->lock);
+    if (ret < 0) {
+        drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
+    } else {
+        s->ns += cmd == DRBD_CMD_DATA ? req->bytes : 0;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (err) {
+        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    trace_drbd_send_write(s->bs, drbd_cmd_name(cmd), req->id, req->offset,
+                          req->bytes, req->epoch, ret);
+    return ret;
+}
+
+/*
+ * Close the current epoch with a barrier that asks the peer to flush its
+ * disk once the epoch's writes are done; *@epoch is the epoch whose
+ * BARRIER_ACK says the peer's disk is stable.
+ */
+int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
+                                   uint32_t *epoch)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    Error *err = NULL;
+    int ret = -EPIPE;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    if (!peer->broken) {
+        qemu_mutex_lock(&s->lock);
+        *epoch = s->cur_epoch;
+        drbd_close_epoch_locked(s, pkt, flush);
+        qemu_mutex_unlock(&s->lock);
+        ret = drbd_write_packet(peer->data, pkt, &err);
+    }
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+    if (err) {
+        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
+        error_free(err);
+    }
+    return ret;
+}
