@@ -235,21 +235,27 @@ static void drbd_report_split_brain(BDRVDrbdState *s,
                                      decision, detail->str);
 }
 
+/* What the sync handshake decided, for drbd_handshake_apply() */
+typedef struct DrbdHandshakeOutcome {
+    DrbdSyncDecision decision;
+    int rule;
+    DrbdUuids self_uuids;       /* ours, as the rule repairs them */
+    DrbdUuids peer_uuids;       /* the peer's, likewise */
+    bool hold;                  /* wait for drbd-connect before retrying */
+} DrbdHandshakeOutcome;
+
 /*
- * The sync handshake: who has the newer data, from the generation UUIDs
- * and disk states (uuid.c), and what is out of sync, from both bitmaps.
- * Sets peer->decision; the source and the target both hold the union of
- * the two bitmaps afterwards.
+ * The sync handshake's decision: who has the newer data, from the
+ * generation UUIDs and disk states (uuid.c).  Changes nothing on the
+ * node; reports a split brain to the operator.  Fails, with the reason,
+ * when the nodes must not connect.
  */
-static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
-                                               DrbdHandshakeSide self,
-                                               uint64_t gen,
-                                               const DrbdStatePacket *st,
-                                               const DrbdUuidsPacket *pu,
-                                               HBitmap *their_bm,
-                                               Error **errp)
+static int drbd_handshake_decide(BDRVDrbdState *s,
+                                 const DrbdHandshakeSide *self,
+                                 const DrbdStatePacket *st,
+                                 const DrbdUuidsPacket *pu,
+                                 DrbdHandshakeOutcome *out, Error **errp)
 {
-    BDRVDrbdState *s = peer->s;
     DrbdHandshakeSide other = {
         .uuids = {
             .current = pu->current, .bitmap = pu->bitmap,
@@ -268,28 +274,26 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
     };
     DrbdHandshakeResult res;
     DrbdSyncDecision d;
-    int64_t start = 0, count;
 
+    *out = (DrbdHandshakeOutcome) { 0 };
     if (drbd_handshake_config_compatible(&s->sb_cfg, &their_cfg, errp) < 0) {
         return -EINVAL;
     }
 
     /* Decide from what we sent: the peer decides from the same */
-    d = drbd_sync_handshake(&self, &other, s->node_id < s->peer_node_id,
+    d = drbd_sync_handshake(self, &other, s->node_id < s->peer_node_id,
                             &s->sb_cfg, &res);
     trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
                               drbd_uuid_cmp_str(res.uuid_cmp),
                               drbd_sb_resolution_str(res.resolution));
 
     if (res.resolution != DRBD_SB_NONE || d == DRBD_SYNC_UNRELATED) {
-        drbd_report_split_brain(s, &res, &self.uuids, &other.uuids);
+        drbd_report_split_brain(s, &res, &self->uuids, &other.uuids);
     }
     switch (d) {
     case DRBD_SYNC_SPLIT_BRAIN:
     case DRBD_SYNC_UNRELATED:
-        qemu_mutex_lock(&s->lock);
-        s->connect_held = true;
-        qemu_mutex_unlock(&s->lock);
+        out->hold = true;
         error_setg(errp, "%s with the peer (rule %d): not connecting "
                    "until drbd-connect",
                    d == DRBD_SYNC_UNRELATED ? "unrelated data" :
@@ -307,10 +311,28 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
         break;
     }
 
-    peer->decision = d;
-    peer->uuids_synced = d == DRBD_SYNC_NONE;
-    peer->hs_uuids = other.uuids;
-    drbd_uuid_repair(res.rule, &self.uuids, &peer->hs_uuids);
+    out->decision = d;
+    out->rule = res.rule;
+    out->self_uuids = self->uuids;
+    out->peer_uuids = other.uuids;
+    drbd_uuid_repair(res.rule, &out->self_uuids, &out->peer_uuids);
+    return 0;
+}
+
+/*
+ * Apply the handshake's outcome to the node and the peer, in one place:
+ * the UUIDs, the bitmap (afterwards the source and the target both hold
+ * the union of the two bitmaps), the disk state of a sync target, and
+ * the metadata on disk.  @gen is the node's state generation the
+ * decision was made from: if the node changed since, nothing is applied.
+ */
+static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
+                                             const DrbdHandshakeOutcome *o,
+                                             HBitmap *their_bm, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdSyncDecision d = o->decision;
+    int64_t start = 0, count;
 
     qemu_mutex_lock(&s->lock);
     if (s->hs_gen != gen) {
@@ -320,10 +342,13 @@ static int coroutine_fn drbd_sync_handshake_co(DrbdPeer *peer,
                    "handshake; connecting again");
         return -EAGAIN;
     }
+    peer->decision = d;
+    peer->uuids_synced = d == DRBD_SYNC_NONE;
+    peer->hs_uuids = o->peer_uuids;
     s->discard_my_data = false;
     s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
-    drbd_uuids_set_locked(s, &self.uuids);
-    if (d == DRBD_SYNC_NONE && res.rule != 0 &&
+    drbd_uuids_set_locked(s, &o->self_uuids);
+    if (d == DRBD_SYNC_NONE && o->rule != 0 &&
         s->role != DRBD_ROLE_PRIMARY) {
         /* The same generation on both sides: nothing differs */
         drbd_oos_reset_locked(s, 0, s->size);
@@ -390,6 +415,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .protocol = s->protocol,
     };
     DrbdUuidsPacket uuids, their_uuids;
+    DrbdHandshakeOutcome outcome;
     DrbdHandshakeSide self;
     uint64_t gen;
     DrbdSizes theirs;
@@ -471,8 +497,16 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     if (ret < 0) {
         return ret;
     }
-    ret = drbd_sync_handshake_co(peer, self, gen, &st, &their_uuids,
-                                 their_bm, errp);
+    ret = drbd_handshake_decide(s, &self, &st, &their_uuids, &outcome,
+                                errp);
+    if (outcome.hold) {
+        qemu_mutex_lock(&s->lock);
+        s->connect_held = true;
+        qemu_mutex_unlock(&s->lock);
+    }
+    if (ret == 0) {
+        ret = drbd_handshake_apply(peer, gen, &outcome, their_bm, errp);
+    }
     hbitmap_free(their_bm);
     if (ret < 0) {
         return ret;

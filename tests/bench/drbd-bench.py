@@ -15,6 +15,8 @@
 #                target is an NBD export (TCP) of a second daemon
 #   drbd-A/B/C   the first daemon is a drbd primary over null-co, its
 #                peer (TCP) a drbd secondary over null-co in the second
+#   drbd-C-io    drbd-C with both drbd nodes (and the front's NBD
+#                export) in an iothread of their daemon
 #
 # null-co disks make the engines, not the disks, the thing measured.  The
 # machines this runs on are noisy: all configurations are up at once, the
@@ -53,7 +55,8 @@ parser.add_argument('--disk-latency-ns', type=int, default=0,
                     help='latency of every null-co disk')
 parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
-                    'drbd-C (ratios need nbd-forward and mirror-wb)')
+                    'drbd-C,drbd-C-io (ratios need nbd-forward and '
+                    'mirror-wb)')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -166,15 +169,22 @@ class Setup:
                       copy_mode='write-blocking')
             self.wait_ready(front)
         elif kind.startswith('drbd-'):
-            proto = kind[-1].lower()
+            proto = kind[5].lower()
+            iothread = kind.endswith('-io')
+            io_obj = ['--object', 'iothread,id=io0'] if iothread else []
+            if iothread:
+                front_export[-1] += ',iothread=io0'
             common = (f'driver=drbd,resource=bench,protocol={proto},'
                       'meta-disk=none,')
-            self.start(workdir, 'back', [
+            back = self.start(workdir, 'back', io_obj + [
                 '--blockdev', null('back-null'),
                 '--blockdev', common + 'node-name=back,file=back-null,'
                 'node-id=1,role=secondary,'
                 + 'listen.' + tcp.replace(',', ',listen.')])
-            front = self.start(workdir, 'front', [
+            if iothread:
+                back.cmd('x-blockdev-set-iothread', node_name='back',
+                         iothread='io0')
+            front = self.start(workdir, 'front', io_obj + [
                 '--blockdev', null('front-null'),
                 '--blockdev', common + 'node-name=front,file=front-null,'
                 'node-id=0,role=primary,wfc-timeout=10000,'
@@ -226,7 +236,7 @@ def bench_once(setup, size, depth, count):
 
 
 KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
-         'drbd-A', 'drbd-B', 'drbd-C']
+         'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io']
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 
