@@ -313,18 +313,25 @@ DrbdPeer *drbd_peer_get(BDRVDrbdState *s)
     return peer;
 }
 
-/* Drop a reference; the last one after a break wakes the manager */
+/*
+ * Drop a reference; the last one after a break wakes the manager, if it
+ * waits (once: a reference taken and dropped again after the break must
+ * not wake it a second time)
+ */
 void drbd_peer_put(DrbdPeer *peer)
 {
     BDRVDrbdState *s = peer->s;
-    bool wake;
+    Coroutine *co = NULL;
 
     qemu_mutex_lock(&s->lock);
     assert(peer->running > 0);
-    wake = --peer->running == 0 && peer->broken;
+    if (--peer->running == 0 && peer->broken) {
+        co = peer->teardown_waiter;
+        peer->teardown_waiter = NULL;
+    }
     qemu_mutex_unlock(&s->lock);
-    if (wake) {
-        aio_co_wake(s->conn_co);
+    if (co) {
+        aio_co_wake(co);
     }
 }
 

@@ -292,6 +292,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     /* The last reference dropped after the break wakes us */
     qemu_mutex_lock(&s->lock);
     while (peer->running > 0 || !peer->broken) {
+        peer->teardown_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);

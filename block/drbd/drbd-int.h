@@ -102,6 +102,7 @@ typedef struct DrbdPeer {
 
     /* Under s->lock */
     unsigned running;           /* references */
+    Coroutine *teardown_waiter; /* the manager, waiting for the last one */
     bool broken;                /* teardown has started */
     char *broken_reason;
 

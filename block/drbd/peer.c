@@ -28,6 +28,21 @@ typedef struct DrbdApply {
     BlockReq req;               /* in peer->apply_reqs while running */
 } DrbdApply;
 
+/*
+ * Wake the receiver waiting for the writes it started: once, however
+ * many of them complete before it runs (a coroutine woken twice would be
+ * queued twice)
+ */
+static void drbd_wake_epoch_waiter(DrbdPeer *peer)
+{
+    Coroutine *co = peer->epoch_waiter;
+
+    if (co) {
+        peer->epoch_waiter = NULL;
+        aio_co_wake(co);
+    }
+}
+
 /* Wait until the closed epoch, if there is one, is done */
 static void coroutine_fn drbd_wait_barrier(DrbdPeer *peer)
 {
@@ -66,9 +81,7 @@ static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer,
     trace_drbd_barrier(s->bs, ack.epoch, ack.set_size, ack.flags, ret);
     ack.flags = 0;
     peer->barrier_pending = false;
-    if (peer->epoch_waiter) {
-        aio_co_wake(peer->epoch_waiter);
-    }
+    drbd_wake_epoch_waiter(peer);
     if (ret < 0) {
         /* The epoch is not stable: no ack, the primary will resync it */
         drbd_peer_fail(peer, "flushing epoch %" PRIu32 " failed: %s",
@@ -141,8 +154,8 @@ static void coroutine_fn drbd_apply_co(void *opaque)
         if (--peer->epoch_writes_inflight == 0 && peer->barrier_pending) {
             drbd_complete_barrier(peer, acks, true);
         }
-    } else if (--peer->resync_inflight == 0 && peer->epoch_waiter) {
-        aio_co_wake(peer->epoch_waiter);
+    } else if (--peer->resync_inflight == 0) {
+        drbd_wake_epoch_waiter(peer);
     }
 
     /*
