@@ -364,7 +364,8 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
                            DrbdReqEvent ev);
 void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req);
 DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id);
-void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch);
+int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
+                                 Error **errp);
 void drbd_tl_connection_lost_locked(BDRVDrbdState *s);
 int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                                  uint16_t cmd, QEMUIOVector *qiov,

@@ -108,7 +108,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
             if (ret == 0) {
                 qemu_mutex_lock(&s->lock);
-                drbd_tl_barrier_acked_locked(s, b.epoch);
+                ret = drbd_tl_barrier_acked_locked(s, b.epoch, &err);
                 qemu_mutex_unlock(&s->lock);
             }
             break;

@@ -75,9 +75,30 @@ DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
     return NULL;
 }
 
-void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch)
+/*
+ * The peer acked the barrier that closed @epoch: the epoch's writes are
+ * on its disk.  Only an epoch that was closed and not acked yet can be
+ * acked (the peer acks them in order); anything else is a protocol error
+ * that changes nothing.
+ */
+int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
+                                 Error **errp)
 {
     DrbdRequest *req, *next;
+
+    if ((int32_t)(epoch - s->barrier_acked_upto) < 0 ||
+        (int32_t)(epoch - s->cur_epoch) >= 0) {
+        if (s->barrier_acked_upto == s->cur_epoch) {
+            error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but no "
+                       "epoch waits for an ack", epoch);
+        } else {
+            error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but the "
+                       "epochs waiting for an ack are %" PRIu32 " to %"
+                       PRIu32, epoch, s->barrier_acked_upto,
+                       s->cur_epoch - 1);
+        }
+        return -EPROTO;
+    }
 
     QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
         if ((req->state & DRBD_RQ_NET_SENT) &&
@@ -85,10 +106,9 @@ void drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch)
             drbd_req_event_locked(s, req, DRBD_EV_BARRIER_ACK);
         }
     }
-    if ((int32_t)(epoch + 1 - s->barrier_acked_upto) > 0) {
-        s->barrier_acked_upto = epoch + 1;
-    }
+    s->barrier_acked_upto = epoch + 1;
     qemu_co_queue_restart_all(&s->barrier_waiters);
+    return 0;
 }
 
 void drbd_tl_connection_lost_locked(BDRVDrbdState *s)
