@@ -177,8 +177,12 @@ static bool uuid_rotate_bitmap(DrbdUuids *u)
     return true;
 }
 
-/* Undo drbd_uuid_resync_start_source() on a source whose sync UUID got lost */
-static bool uuid_undo_resync_start(DrbdUuids *u)
+/*
+ * Undo uuid_rotate_bitmap() (but for history[1], which is gone) on a sync
+ * source that recorded the end of a resync its target did not (rule 71),
+ * or in the target's copy of that source's UUIDs (rule 51)
+ */
+static bool uuid_unrotate_bitmap(DrbdUuids *u)
 {
     u->bitmap = u->history[0];
     u->history[0] = u->history[1];
@@ -193,9 +197,9 @@ bool drbd_uuid_repair(int rule, DrbdUuids *self, DrbdUuids *peer)
     case 35:
         return uuid_rotate_bitmap(peer);
     case 51:
-        return uuid_undo_resync_start(peer);
+        return uuid_unrotate_bitmap(peer);
     case 71:
-        return uuid_undo_resync_start(self);
+        return uuid_unrotate_bitmap(self);
     default:
         return false;
     }
@@ -493,22 +497,6 @@ DrbdSyncDecision drbd_sync_handshake(const DrbdHandshakeSide *self,
     return handshake_done(res, decision_of(hg));
 }
 
-DrbdSyncDecision drbd_sync_decision_mirror(DrbdSyncDecision d)
-{
-    switch (d) {
-    case DRBD_SYNC_SOURCE:
-        return DRBD_SYNC_TARGET;
-    case DRBD_SYNC_TARGET:
-        return DRBD_SYNC_SOURCE;
-    case DRBD_SYNC_FULL_SOURCE:
-        return DRBD_SYNC_FULL_TARGET;
-    case DRBD_SYNC_FULL_TARGET:
-        return DRBD_SYNC_FULL_SOURCE;
-    default:
-        return d;
-    }
-}
-
 /* Names, and which option accepts which policy (bit n: after-sb-npri) */
 static const struct {
     const char *name;
@@ -741,42 +729,7 @@ bool drbd_uuid_peer_disk_lost(DrbdUuids *u, bool writes_continue,
     return true;
 }
 
-uint64_t drbd_uuid_resync_start_source(DrbdUuids *u, uint64_t fresh)
-{
-    uint64_t sync_uuid = uuid_from_random(fresh);
-
-    uuid_rotate_bitmap(u);
-    u->bitmap = sync_uuid;
-    return sync_uuid;
-}
-
-void drbd_uuid_resync_start_target(DrbdUuids *u, uint64_t sync_uuid)
-{
-    u->current = uuid_val(sync_uuid) |
-                 (u->current & DRBD_UUID_PRIMARY_FLAG);
-    u->bitmap = 0;
-}
-
 void drbd_uuid_resync_finished_source(DrbdUuids *u)
 {
     uuid_rotate_bitmap(u);
-}
-
-void drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *peer)
-{
-    uint64_t flag = u->current & DRBD_UUID_PRIMARY_FLAG;
-    uint64_t sync_uuid = uuid_val(u->current);
-    DrbdUuids next = {
-        .current = uuid_val(peer->current) | flag,
-        .bitmap = 0,
-    };
-
-    /*
-     * The source moved its bitmap UUID (if any) to the history when it
-     * made the sync UUID, and moves the sync UUID there now.
-     */
-    next.history[0] = sync_uuid;
-    next.history[1] = uuid_val(peer->bitmap) != 0 ? peer->bitmap
-                                                  : peer->history[0];
-    *u = next;
 }

@@ -50,8 +50,11 @@
  *       which we were target.  TARGET; drbd_uuid_repair() fixes our
  *       copy of the peer's UUIDs.
  *   36  our bitmap UUID is set, the peer's is 0, without the history
- *       pattern of 34: the peer did not record the sync UUID of a
- *       resync we started.  SOURCE.
+ *       pattern of 34.  In DRBD: the peer did not record the sync UUID
+ *       of a resync we started.  This driver makes no sync UUID, and its
+ *       own life cycle is not known to lead here (the simulation of it
+ *       in the unit tests never does); the rule stays, as DRBD has it,
+ *       for metadata made otherwise.  SOURCE.
  *   37  the mirror image of 36.  TARGET.
  *   40  otherwise: both stopped in the same generation.  Who was
  *       primary when it crashed (it may have written blocks, noted in
@@ -63,17 +66,19 @@
  *   50  our current is the peer's bitmap UUID: the peer changed data
  *       since it lost us, we did not.  TARGET, bitmap based.
  *   51  our current is the peer's history[0] and our history[0] is its
- *       history[1]: as 50, but the peer had started a resync to us (and
- *       moved its bitmap UUID to the history) and its sync UUID never
- *       reached us.  TARGET; drbd_uuid_repair() undoes that start in
- *       our copy of the peer's UUIDs.
+ *       history[1]: as 50, but the peer has moved its bitmap UUID to the
+ *       history since.  It does that at the end of a resync to us: this
+ *       one ended, and we did not record it (in DRBD also at the start of
+ *       a resync whose sync UUID never reached us).  TARGET;
+ *       drbd_uuid_repair() undoes that move in our copy of the peer's
+ *       UUIDs.
  *   60  our current is in the peer's history: the peer moved on more
  *       than one generation since we shared data.  FULL_TARGET.
  *   70  the mirror image of 50: the peer's current is our bitmap UUID.
  *       SOURCE.
- *   71  the mirror image of 51 (our sync UUID never reached the peer).
- *       SOURCE; drbd_uuid_repair() undoes the start of that resync in
- *       our UUIDs.
+ *   71  the mirror image of 51: we recorded the end of a resync to the
+ *       peer, the peer did not.  SOURCE; drbd_uuid_repair() undoes the
+ *       move of our bitmap UUID to the history.
  *   80  the mirror image of 60: the peer's current is in our history.
  *       FULL_SOURCE.
  *   90  both bitmap UUIDs are equal (and a real generation): both
@@ -85,17 +90,22 @@
  *       covers all that differs since.  SPLIT_BRAIN_FULL: only a full
  *       resync repairs it.
  *  100  (no rule matched) UNRELATED: the disks never held the same
- *       data.  Connecting them would destroy one of them: refuse.
+ *       data, or the generation they shared is in neither's history
+ *       any more (it holds two: a sync source that records the end of
+ *       resyncs its target does not, repeatedly, can push it out).
+ *       Connecting them would destroy one of them: refuse.
  *
- * Rules 34 to 37, 51 and 71 repair the effects of a connection lost at
- * the start or the end of a resync.  Unlike DRBD, rules 90 and 100 do
+ * Rules 34, 35, 51 and 71 repair the effects of a resync whose end only
+ * one of the two nodes recorded (a connection or a node lost as it
+ * ended); in DRBD, 36, 37, 51 and 71 also repair those of a resync whose
+ * start only the source recorded.  Unlike DRBD, rules 90 and 100 do
  * not match on 0 or on "just created": those name no generation, so two
  * devices that were each forced primary from scratch are UNRELATED, not
  * a split brain that a bitmap-based resync would wrongly "repair".  And
  * rule 100 looks at the bitmap UUIDs as well as the history (DRBD: the
- * history only): after resyncs interrupted at their start, the one
- * generation two nodes still share can be the bitmap UUID of one and a
- * history UUID of the other, and they are not unrelated.
+ * history only): after interrupted resyncs, the one generation two
+ * nodes still share can be the bitmap UUID of one and a history UUID of
+ * the other, and they are not unrelated.
  *
  * The handshake (drbd_sync_handshake)
  * ===================================
@@ -276,8 +286,8 @@ DrbdUuidCmp drbd_uuid_compare(const DrbdUuids *self, const DrbdUuids *peer,
  * Apply the correction that rule @rule of drbd_uuid_compare() calls for
  * (34 and 71 change @self, 35 and 51 change @peer, the copy of the peer's
  * UUIDs that this node keeps); call it before the resync starts, so that
- * the UUIDs of the interrupted resync do not end up in the history.
- * Returns whether anything changed.
+ * the resync ends with the UUIDs that the one whose end was not recorded
+ * on both nodes would have left.  Returns whether anything changed.
  */
 bool drbd_uuid_repair(int rule, DrbdUuids *self, DrbdUuids *peer);
 
@@ -297,9 +307,6 @@ DrbdSyncDecision drbd_sync_handshake(const DrbdHandshakeSide *self,
                                      bool self_resolves_conflicts,
                                      const DrbdHandshakeConfig *cfg,
                                      DrbdHandshakeResult *res);
-
-/* The decision the peer reaches when this node reaches @d */
-DrbdSyncDecision drbd_sync_decision_mirror(DrbdSyncDecision d);
 
 /*
  * Whether @policy may be used for after-sb-@which_pri (0, 1 or 2), as
@@ -397,33 +404,15 @@ bool drbd_uuid_peer_disk_lost(DrbdUuids *u, bool writes_continue,
                               uint64_t fresh);
 
 /*
- * Start of a resync on the sync source: a new bitmap UUID (@fresh
- * without its flag bit), the old one, if set, moving to the history.
- * Returns that new bitmap UUID: send it to the target (the sync UUID).
- */
-uint64_t drbd_uuid_resync_start_source(DrbdUuids *u, uint64_t fresh);
-
-/*
- * Start of a resync on the sync target, on receipt of the source's
- * @sync_uuid: it becomes our current (flag bit kept as it was), and our
- * bitmap UUID is cleared (our bitmap is the source's to fill now).
- */
-void drbd_uuid_resync_start_target(DrbdUuids *u, uint64_t sync_uuid);
-
-/*
- * End of a successful resync on the source: the bitmap UUID moves to
- * history[0] (history[0] to history[1]) and becomes 0.
+ * End of a successful resync.  A resync changes no UUID before its end:
+ * unlike DRBD, the sync source makes no sync UUID when it starts.  At the
+ * end, on the source, the bitmap UUID moves to history[0] (history[0] to
+ * history[1]) and becomes 0.  The target takes over the source's
+ * generation: it applies this function to the UUIDs that the source sent
+ * in the handshake that started the resync (as drbd_uuid_repair() left
+ * its copy of them), and keeps its own flag bit.  Both nodes then have the
+ * same UUIDs, but for that bit.
  */
 void drbd_uuid_resync_finished_source(DrbdUuids *u);
-
-/*
- * End of a successful resync on the target: take over the source's
- * generation.  @peer is the set of UUIDs that the source sent in the
- * handshake that started this resync (before it made the sync UUID,
- * which is our current now), as drbd_uuid_repair() left it.  Afterwards
- * @u is what the source has after drbd_uuid_resync_finished_source(),
- * but for our flag bit.
- */
-void drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *peer);
 
 #endif /* BLOCK_DRBD_UUID_H */

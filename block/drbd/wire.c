@@ -67,7 +67,7 @@
 #define DATA_MIN_SIZE           (DATA_SIZE + DRBD_WIRE_ALIGN)
 #define DATA_MAX_SIZE           (DATA_SIZE + DRBD_WIRE_MAX_DATA)
 
-/* RECV_ACK, WRITE_ACK, NEG_ACK, RS_REQUEST, OUT_OF_SYNC */
+/* RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC */
 #define ACK_OFFSET              0
 #define ACK_ID                  8
 #define ACK_BYTES               16
@@ -114,7 +114,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_BARRIER_ACK]  = { "BARRIER_ACK", BARRIER_SIZE, BARRIER_SIZE },
     [DRBD_CMD_PING]         = { "PING", 0, 0 },
     [DRBD_CMD_PING_ACK]     = { "PING_ACK", 0, 0 },
-    [DRBD_CMD_RS_REQUEST]   = { "RS_REQUEST", ACK_SIZE, ACK_SIZE },
+    /* 14 is reserved: no name, so refused as an unknown command */
     [DRBD_CMD_RS_DATA]      = { "RS_DATA", DATA_MIN_SIZE, DATA_MAX_SIZE },
     [DRBD_CMD_OUT_OF_SYNC]  = { "OUT_OF_SYNC", ACK_SIZE, ACK_SIZE },
     [DRBD_CMD_RS_DONE]      = { "RS_DONE", 0, 0 },
@@ -151,7 +151,6 @@ static bool is_block_ack_cmd(uint16_t cmd)
     case DRBD_CMD_RECV_ACK:
     case DRBD_CMD_WRITE_ACK:
     case DRBD_CMD_NEG_ACK:
-    case DRBD_CMD_RS_REQUEST:
     case DRBD_CMD_OUT_OF_SYNC:
         return true;
     default:
@@ -717,9 +716,7 @@ int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,
         error_setg(errp, "%s packet: padding is not zero", name);
         return -EINVAL;
     }
-    if (check_range(name, ack.offset, ack.bytes,
-                    cmd == DRBD_CMD_RS_REQUEST ? DRBD_WIRE_MAX_DATA
-                                               : DRBD_WIRE_MAX_ZEROES,
+    if (check_range(name, ack.offset, ack.bytes, DRBD_WIRE_MAX_ZEROES,
                     disk_size, errp) < 0) {
         return -EINVAL;
     }

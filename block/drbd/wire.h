@@ -61,9 +61,12 @@ typedef enum DrbdCmd {
     DRBD_CMD_BARRIER_ACK    = 11,
     DRBD_CMD_PING           = 12,
     DRBD_CMD_PING_ACK       = 13,
-    /* resync, data channel */
-    DRBD_CMD_RS_REQUEST     = 14,   /* sync target asks for a block */
-    DRBD_CMD_RS_DATA        = 15,   /* sync source answers with its data */
+    /*
+     * resync, data channel.  14 is reserved, unassigned: the sync source
+     * sends unasked, there is no request from the target (DRBD's
+     * RS_REQUEST); a receiver refuses 14 as an unknown command.
+     */
+    DRBD_CMD_RS_DATA        = 15,   /* sync source sends a block's data */
     DRBD_CMD_OUT_OF_SYNC    = 16,   /* a range the receiver must resync */
     DRBD_CMD_RS_DONE        = 17,   /* sync source: nothing left to send */
     /* cluster-wide state change: data channel asks, meta channel answers */
@@ -127,9 +130,9 @@ typedef struct DrbdUuidsPacket {
 
 /* Bits of DrbdDataPacket.flags */
 #define DRBD_DP_FUA         (1u << 0)   /* the guest asked for FUA */
-#define DRBD_DP_FLUSH       (1u << 1)   /* flush the disk before this write */
+/* bit 1 is reserved: a receiver refuses it as an unknown flag */
 #define DRBD_DP_MAY_UNMAP   (1u << 2)   /* zeroes: unmapping is allowed */
-#define DRBD_DP_ALL         (DRBD_DP_FUA | DRBD_DP_FLUSH | DRBD_DP_MAY_UNMAP)
+#define DRBD_DP_ALL         (DRBD_DP_FUA | DRBD_DP_MAY_UNMAP)
 
 /*
  * DATA, ZEROES, DISCARD and RS_DATA carry a request; for DATA and RS_DATA,
@@ -145,7 +148,7 @@ typedef struct DrbdDataPacket {
     const uint8_t *data;    /* DATA and RS_DATA only, else NULL */
 } DrbdDataPacket;
 
-/* RECV_ACK, WRITE_ACK, NEG_ACK, RS_REQUEST, OUT_OF_SYNC */
+/* RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC */
 typedef struct DrbdBlockAck {
     uint64_t offset;
     uint64_t id;
@@ -195,7 +198,7 @@ void drbd_wire_put_data(GByteArray *out, uint16_t cmd,
  */
 void drbd_wire_put_data_header(GByteArray *out, uint16_t cmd,
                                const DrbdDataPacket *p);
-/* @cmd is RECV_ACK, WRITE_ACK, NEG_ACK, RS_REQUEST or OUT_OF_SYNC */
+/* @cmd is RECV_ACK, WRITE_ACK, NEG_ACK or OUT_OF_SYNC */
 void drbd_wire_put_block_ack(GByteArray *out, uint16_t cmd,
                              const DrbdBlockAck *a);
 /* @cmd is BARRIER or BARRIER_ACK */

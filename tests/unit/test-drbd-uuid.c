@@ -86,6 +86,23 @@ static int mirror_rule(int rule)
     }
 }
 
+/* The decision the peer reaches when this node reaches @d */
+static DrbdSyncDecision mirror_decision(DrbdSyncDecision d)
+{
+    switch (d) {
+    case DRBD_SYNC_SOURCE:
+        return DRBD_SYNC_TARGET;
+    case DRBD_SYNC_TARGET:
+        return DRBD_SYNC_SOURCE;
+    case DRBD_SYNC_FULL_SOURCE:
+        return DRBD_SYNC_FULL_TARGET;
+    case DRBD_SYNC_FULL_TARGET:
+        return DRBD_SYNC_FULL_SOURCE;
+    default:
+        return d;
+    }
+}
+
 static DrbdUuidCmp mirror_cmp(DrbdUuidCmp c)
 {
     switch (c) {
@@ -177,33 +194,37 @@ static void test_rule_missed_resync_end(void)
     DrbdUuids src, tgt, tgt_copy;
 
     /*
-     * A resync from src to tgt ended; tgt recorded it ({GX, 0, GS, GY}),
-     * src did not (its bitmap UUID is still the sync UUID GS)
+     * A resync from src ({GX, GY, H1, H2}) to tgt ended; tgt recorded it
+     * ({GX, 0, GY, H1}: src's UUIDs with the bitmap UUID moved to the
+     * history), src did not (its bitmap UUID is still GY)
      */
-    src = U(GX | PRI, GS, GY, H1);
-    tgt = U(GX, 0, GS, GY);
+    src = U(GX | PRI, GY, H1, H2);
+    tgt = U(GX, 0, GY, H1);
     check_cmp(src, tgt, DRBD_UUID_CMP_SOURCE, 34);
     check_cmp(tgt, src, DRBD_UUID_CMP_TARGET, 35);
 
     /* 34: the source corrects itself; then the two are in sync */
     tgt_copy = tgt;
     g_assert_true(drbd_uuid_repair(34, &src, &tgt_copy));
-    assert_uuids(&src, GX | PRI, 0, GS, GY);
-    assert_uuids(&tgt_copy, GX, 0, GS, GY);
+    assert_uuids(&src, GX | PRI, 0, GY, H1);
+    assert_uuids(&tgt_copy, GX, 0, GY, H1);
     check_cmp(src, tgt, DRBD_UUID_CMP_EQUAL, 40);
 
     /* 35: the target corrects its copy of the source's UUIDs */
-    src = U(GX | PRI, GS, GY, H1);
+    src = U(GX | PRI, GY, H1, H2);
     g_assert_true(drbd_uuid_repair(35, &tgt_copy, &src));
-    assert_uuids(&src, GX | PRI, 0, GS, GY);
-    assert_uuids(&tgt_copy, GX, 0, GS, GY);
+    assert_uuids(&src, GX | PRI, 0, GY, H1);
+    assert_uuids(&tgt_copy, GX, 0, GY, H1);
 }
 
-static void test_rule_lost_sync_uuid_equal(void)
+static void test_rule_bitmap_uuid_one_side(void)
 {
     DrbdUuids a = U(GX, 0, GY, H1), b = U(GX, GZ, H2, H3);
 
-    /* bitmap UUID on one side, without the history of rule 34 */
+    /*
+     * A bitmap UUID on one side, without the history of rule 34 (DRBD:
+     * the peer missed the sync UUID of a resync; this driver makes none)
+     */
     check_cmp(b, a, DRBD_UUID_CMP_SOURCE, 36);
     check_cmp(a, b, DRBD_UUID_CMP_TARGET, 37);
     /* nothing to repair */
@@ -222,16 +243,20 @@ static void test_rule_peer_bitmap_is_our_current(void)
               DRBD_UUID_CMP_SOURCE, 70);
 }
 
-static void test_rule_lost_sync_uuid(void)
+static void test_rule_missed_resync_end_target(void)
 {
+    /*
+     * A resync from src ({GY, GX, H1, 0}) to tgt ended; src recorded it
+     * (its bitmap UUID GX moved to the history), tgt did not
+     */
     DrbdUuids tgt = U(GX, 0, H1, 0);
-    DrbdUuids src = U(GY | PRI, GS, GX, H1);    /* started, GS lost */
+    DrbdUuids src = U(GY | PRI, 0, GX, H1);
     DrbdUuids src_copy = src, tgt_copy = tgt;
 
     check_cmp(tgt, src, DRBD_UUID_CMP_TARGET, 51);
     check_cmp(src, tgt, DRBD_UUID_CMP_SOURCE, 71);
 
-    /* both undo the start of that resync, each in its own view */
+    /* both undo the end of that resync, each in its own view */
     g_assert_true(drbd_uuid_repair(51, &tgt_copy, &src_copy));
     assert_uuids(&src_copy, GY | PRI, GX, H1, H1);
     assert_uuids(&tgt_copy, GX, 0, H1, 0);
@@ -240,6 +265,11 @@ static void test_rule_lost_sync_uuid(void)
     assert_uuids(&tgt, GX, 0, H1, 0);
     /* and then agree on a plain bitmap-based resync */
     check_cmp(tgt, src, DRBD_UUID_CMP_TARGET, 50);
+
+    /* DRBD's case: a sync UUID GS made at the start never reached tgt */
+    src = U(GY | PRI, GS, GX, H1);
+    check_cmp(tgt, src, DRBD_UUID_CMP_TARGET, 51);
+    check_cmp(src, tgt, DRBD_UUID_CMP_SOURCE, 71);
 }
 
 static void test_rule_history(void)
@@ -359,11 +389,11 @@ static DrbdSyncDecision handshake(const DrbdHandshakeSide *self,
                                                      &error_abort), ==, 0);
 
     drbd_sync_handshake(peer, self, !self_dc, &pcfg, &pres);
-    if (pres.decision != drbd_sync_decision_mirror(d)) {
+    if (pres.decision != mirror_decision(d)) {
         g_test_message("self: %s, peer: %s", drbd_sync_decision_str(d),
                        drbd_sync_decision_str(pres.decision));
     }
-    g_assert_cmpint(pres.decision, ==, drbd_sync_decision_mirror(d));
+    g_assert_cmpint(pres.decision, ==, mirror_decision(d));
     g_assert_cmpint(pres.views_disagree, ==, res->views_disagree);
     if (!res->views_disagree) {
         g_assert_cmpint(pres.uuid_cmp, ==, mirror_cmp(res->uuid_cmp));
@@ -1026,29 +1056,44 @@ static void test_names(void)
     g_assert_cmpstr(drbd_uuid_cmp_str(DRBD_UUID_CMP_SPLIT_BRAIN), ==,
                     "split-brain");
     g_assert_cmpstr(drbd_uuid_cmp_str(3), ==, "unknown");
-
-    for (i = 0; i < DRBD_SYNC__MAX; i++) {
-        g_assert_cmpint(drbd_sync_decision_mirror(
-                            drbd_sync_decision_mirror(i)), ==, i);
-    }
-    g_assert_cmpint(drbd_sync_decision_mirror(DRBD_SYNC_FULL_SOURCE), ==,
-                    DRBD_SYNC_FULL_TARGET);
-    g_assert_cmpint(drbd_sync_decision_mirror(DRBD_SYNC_TARGET), ==,
-                    DRBD_SYNC_SOURCE);
-    g_assert_cmpint(drbd_sync_decision_mirror(DRBD_SYNC_SPLIT_BRAIN), ==,
-                    DRBD_SYNC_SPLIT_BRAIN);
 }
 
 /*
  * Life cycle
  */
 
+/*
+ * The end of a resync as the sync target @tgt records it (as
+ * drbd_resync_finished_uuids() does): it takes @src_at_handshake, what
+ * the source sent in the handshake as the target's drbd_uuid_repair()
+ * left it, through drbd_uuid_resync_finished_source(), and keeps its own
+ * flag bit.  The source applies that function to its own UUIDs.
+ */
+static void resync_finished_target(DrbdUuids *tgt,
+                                   const DrbdUuids *src_at_handshake)
+{
+    uint64_t flag = tgt->current & PRI;
+
+    *tgt = *src_at_handshake;
+    drbd_uuid_resync_finished_source(tgt);
+    tgt->current = (tgt->current & ~PRI) | flag;
+}
+
+/* Resync from @src to @tgt as the handshake decided, all the way */
+static void resync(DrbdUuids *src, DrbdUuids *tgt)
+{
+    DrbdUuids src_at_handshake = *src;
+
+    drbd_uuid_resync_finished_source(src);
+    resync_finished_target(tgt, &src_at_handshake);
+    assert_same_generations(src, tgt);
+}
+
 static void test_life_fresh_device(void)
 {
     DrbdUuids a, b;
     DrbdHandshakeSide sa, sb;
     DrbdHandshakeResult res;
-    uint64_t sync;
 
     drbd_uuid_init(&a);
     assert_uuids(&a, JC, 0, 0, 0);
@@ -1071,16 +1116,15 @@ static void test_life_fresh_device(void)
                     DRBD_SYNC_FULL_SOURCE);
     g_assert_cmpint(res.rule, ==, 30);
 
-    /* the initial full sync */
-    sync = drbd_uuid_resync_start_source(&a, GS);
-    g_assert_cmphex(sync, ==, GS);
-    assert_uuids(&a, GX | PRI, GS, 0, 0);
-    drbd_uuid_resync_start_target(&b, sync);
-    assert_uuids(&b, GS, 0, 0, 0);
-    drbd_uuid_resync_finished_source(&a);
-    drbd_uuid_resync_finished_target(&b, &sa.uuids);
-    assert_uuids(&a, GX | PRI, 0, GS, 0);
-    assert_uuids(&b, GX, 0, GS, 0);
+    /* the initial full sync: no bitmap UUID, nothing moves to history */
+    resync(&a, &b);
+    assert_uuids(&a, GX | PRI, 0, 0, 0);
+    assert_uuids(&b, GX, 0, 0, 0);
+    sa = side(a);
+    sb = side(b);
+    g_assert_cmpint(handshake(&sa, &sb, true, &default_cfg, &res), ==,
+                    DRBD_SYNC_NONE);
+    g_assert_cmpint(res.rule, ==, 40);
 
     /* both forced primary apart from scratch: unrelated, not split */
     drbd_uuid_init(&a);
@@ -1109,8 +1153,6 @@ static void test_life_fresh_values(void)
     g_assert_cmphex(u.current, ==, (1ULL << 63) | JC);
     drbd_uuid_new_current(&u, JC | PRI);
     g_assert_cmphex(u.current, ==, (1ULL << 63) | JC);
-    g_assert_cmphex(drbd_uuid_resync_start_source(&u, 0), ==, 1ULL << 63);
-    g_assert_cmphex(drbd_uuid_resync_start_source(&u, GS | PRI), ==, GS);
 }
 
 static void test_life_new_current(void)
@@ -1148,18 +1190,6 @@ static void test_life_new_current(void)
     assert_uuids(&u, GZ | PRI, GX | PRI, H1, 0);
 }
 
-/* Resync from @src to @tgt as the handshake decided, all the way */
-static void resync(DrbdUuids *src, DrbdUuids *tgt, uint64_t fresh)
-{
-    DrbdUuids src_at_handshake = *src;
-    uint64_t sync = drbd_uuid_resync_start_source(src, fresh);
-
-    drbd_uuid_resync_start_target(tgt, sync);
-    drbd_uuid_resync_finished_source(src);
-    drbd_uuid_resync_finished_target(tgt, &src_at_handshake);
-    assert_same_generations(src, tgt);
-}
-
 static void test_life_promote_disconnected(void)
 {
     DrbdUuids a = U(GX, 0, H1, H2), b = U(GX, 0, H1, H2);
@@ -1181,10 +1211,10 @@ static void test_life_promote_disconnected(void)
                     DRBD_SYNC_SOURCE);
     g_assert_cmpint(res.rule, ==, 70);
 
-    /* end of resync: the bitmap UUIDs rotate into the history */
-    resync(&a, &b, GS);
-    assert_uuids(&a, GY | PRI, 0, GS, GX);
-    assert_uuids(&b, GY, 0, GS, GX);
+    /* end of resync: the bitmap UUID rotates into the history */
+    resync(&a, &b);
+    assert_uuids(&a, GY | PRI, 0, GX, H1);
+    assert_uuids(&b, GY, 0, GX, H1);
 
     sa = side(a);
     sb = side(b);
@@ -1198,42 +1228,48 @@ static void test_life_resync_rotates_history(void)
 {
     DrbdUuids src = U(GY | PRI, GX, H1, H2), tgt = U(GX, 0, H1, H2);
     DrbdUuids src_at_handshake = src;
-    uint64_t sync;
 
-    sync = drbd_uuid_resync_start_source(&src, GS);
-    assert_uuids(&src, GY | PRI, GS, GX, H1);
-    drbd_uuid_resync_start_target(&tgt, sync);
-    assert_uuids(&tgt, GS, 0, H1, H2);
-
-    /* interrupted here, the two know where they stand */
+    /* until its end, a resync changes no UUID: both still see rule 50 */
     check_cmp(tgt, src, DRBD_UUID_CMP_TARGET, 50);
 
     drbd_uuid_resync_finished_source(&src);
-    assert_uuids(&src, GY | PRI, 0, GS, GX);
-    drbd_uuid_resync_finished_target(&tgt, &src_at_handshake);
-    assert_uuids(&tgt, GY, 0, GS, GX);
+    assert_uuids(&src, GY | PRI, 0, GX, H1);
+    resync_finished_target(&tgt, &src_at_handshake);
+    assert_uuids(&tgt, GY, 0, GX, H1);
 
-    /* without a bitmap UUID (full sync), the history keeps its first */
+    /* the target keeps its own flag bit, not the source's */
+    src = U(GY, GX | PRI, H1, H2);
+    tgt = U(GX | PRI, 0, H1, H2);
+    resync(&src, &tgt);
+    assert_uuids(&src, GY, 0, GX | PRI, H1);
+    assert_uuids(&tgt, GY | PRI, 0, GX | PRI, H1);
+
+    /* without a bitmap UUID (full sync), the history stays as it is */
     src = U(GY, 0, H1, H2);
     tgt = U(GZ | PRI, 0, H3, 0);
-    resync(&src, &tgt, GS);
-    assert_uuids(&src, GY, 0, GS, H1);
-    assert_uuids(&tgt, GY | PRI, 0, GS, H1);
+    resync(&src, &tgt);
+    assert_uuids(&src, GY, 0, H1, H2);
+    assert_uuids(&tgt, GY | PRI, 0, H1, H2);
 
     /* nothing to rotate: nothing changes */
     drbd_uuid_resync_finished_source(&src);
-    assert_uuids(&src, GY, 0, GS, H1);
+    assert_uuids(&src, GY, 0, H1, H2);
 }
 
 static void test_life_interrupted_resync(void)
 {
-    DrbdUuids src = U(GY | PRI, GX, H1, 0), tgt = U(GX, 0, H1, 0);
-    DrbdUuids src_copy, tgt_copy;
-    uint64_t sync;
+    DrbdUuids src, tgt, src_copy, tgt_copy, src_at_handshake;
     int rule;
 
-    /* the sync UUID never reaches the target */
-    drbd_uuid_resync_start_source(&src, GS);
+    /* lost before its end: nothing changed, the next connect resumes */
+    src = U(GY | PRI, GX, H1, 0);
+    tgt = U(GX, 0, H1, 0);
+    check_cmp(tgt, src, DRBD_UUID_CMP_TARGET, 50);
+
+    /* the source records the end, the target does not */
+    src_at_handshake = src;
+    drbd_uuid_resync_finished_source(&src);
+    assert_uuids(&src, GY | PRI, 0, GX, H1);
     src_copy = src;
     tgt_copy = tgt;
     g_assert_cmpint(drbd_uuid_compare(&tgt, &src_copy, false, false, false,
@@ -1246,21 +1282,22 @@ static void test_life_interrupted_resync(void)
     g_assert_true(drbd_uuid_repair(rule, &src, &tgt_copy));
     /* both agree on what the source's UUIDs are now */
     g_assert_cmpmem(&src, sizeof(src), &src_copy, sizeof(src_copy));
-    resync(&src, &tgt, GZ);
-    assert_uuids(&tgt, GY, 0, GZ, GX);
+    assert_uuids(&src, GY | PRI, GX, H1, H1);
+    /* and the resync that follows ends where the first would have */
+    drbd_uuid_resync_finished_source(&src);
+    resync_finished_target(&tgt, &src_copy);
+    assert_uuids(&src, GY | PRI, 0, GX, H1);
+    assert_uuids(&tgt, GY, 0, GX, H1);
 
     /* the target records the end, the source does not */
-    src = U(GY | PRI, GX, H1, 0);
+    src = src_at_handshake;
     tgt = U(GX, 0, H1, 0);
-    src_copy = src;
-    sync = drbd_uuid_resync_start_source(&src, GS);
-    drbd_uuid_resync_start_target(&tgt, sync);
-    drbd_uuid_resync_finished_target(&tgt, &src_copy);
+    resync_finished_target(&tgt, &src_at_handshake);
     g_assert_cmpint(drbd_uuid_compare(&src, &tgt, false, false, true,
                                       &rule), ==, DRBD_UUID_CMP_SOURCE);
     g_assert_cmpint(rule, ==, 34);
     tgt_copy = tgt;
-    drbd_uuid_repair(rule, &src, &tgt_copy);
+    g_assert_true(drbd_uuid_repair(rule, &src, &tgt_copy));
     assert_same_generations(&src, &tgt);
 
     /*
@@ -1268,16 +1305,13 @@ static void test_life_interrupted_resync(void)
      * is promoted: a split brain, where DRBD, which keeps the current
      * UUID while a bitmap UUID is set, makes the source a target
      */
-    src = U(GY | PRI, GX, H1, 0);
+    src = src_at_handshake;
     tgt = U(GX, 0, H1, 0);
-    src_copy = src;
-    sync = drbd_uuid_resync_start_source(&src, GS);
-    drbd_uuid_resync_start_target(&tgt, sync);
-    drbd_uuid_resync_finished_target(&tgt, &src_copy);
+    resync_finished_target(&tgt, &src_at_handshake);
     g_assert_true(drbd_uuid_peer_disk_lost(&src, true, GA));
-    assert_uuids(&src, GA | PRI, GS, GX, H1);
+    assert_uuids(&src, GA | PRI, GX, H1, 0);
     g_assert_true(drbd_uuid_promote(&tgt, false, false, GB));
-    assert_uuids(&tgt, GB | PRI, GY, GS, GX);
+    assert_uuids(&tgt, GB | PRI, GY, GX, H1);
     check_cmp(src, tgt, DRBD_UUID_CMP_SPLIT_BRAIN_FULL, 100);
 }
 
@@ -1334,8 +1368,8 @@ static void test_life_split_brain(void)
     g_assert_cmpint(handshake(&sa, &sb, false, &default_cfg, &res), ==,
                     DRBD_SYNC_SOURCE);
     g_assert_cmpint(res.resolution, ==, DRBD_SB_BY_DISCARD_MY_DATA);
-    resync(&a, &b, GS);
-    assert_uuids(&b, GA, 0, GS, GX);
+    resync(&a, &b);
+    assert_uuids(&b, GA, 0, GX, H1);
 }
 
 static void test_life_restart(void)
@@ -1363,7 +1397,8 @@ static void test_life_restart(void)
 /*
  * Simulation: two nodes go through random events (writes, promotions,
  * crashes, disconnects, interrupted resyncs), keeping their UUIDs with
- * the life-cycle functions.  Each block's content is a write number.
+ * the life-cycle functions as the driver calls them (role.c, conn.c,
+ * handshake.c, state.c).  Each block's content is a write number.
  * At every connect, both nodes' handshakes must mirror each other, and
  * the resync they agree on must make the data equal: no resync only if
  * the data are equal, a bitmap-based resync only if the union of the
@@ -1396,9 +1431,9 @@ typedef struct Sim {
     uint32_t next_write;
     bool seen[2][SIM_STEPS + 1];    /* write n reached node i's disk */
     bool may_lose[SIM_STEPS + 1];   /* not acked, or discarded on purpose */
-    unsigned lost_sync_uuids;
     DrbdHandshakeConfig cfg;
     unsigned decisions[DRBD_SYNC__MAX];
+    unsigned rules[101];            /* how often each rule decided */
 } Sim;
 
 static uint64_t sim_fresh(Sim *s)
@@ -1432,9 +1467,7 @@ static void sim_disconnect(Sim *s)
         SimNode *n = &s->n[i];
 
         if (n->up) {
-            drbd_uuid_peer_disk_lost(&n->u, n->primary &&
-                                     n->disk == DRBD_HS_DISK_UP_TO_DATE,
-                                     sim_fresh(s));
+            drbd_uuid_peer_disk_lost(&n->u, n->primary, sim_fresh(s));
         }
     }
 }
@@ -1498,32 +1531,30 @@ static void sim_connect(Sim *s)
     SimNode *src, *tgt;
     DrbdUuids src_at_handshake;
     uint32_t covered;
-    uint64_t sync;
     int i, si, how;
 
     d = drbd_sync_handshake(&side0, &side1, true, &s->cfg, &r0);
     drbd_sync_handshake(&side1, &side0, false, &s->cfg, &r1);
-    g_assert_cmpint(r1.decision, ==, drbd_sync_decision_mirror(d));
+    g_assert_cmpint(r1.decision, ==, mirror_decision(d));
     g_assert_cmpint(r1.resolution, ==, r0.resolution);
     g_assert_false(r0.views_disagree);
     s->decisions[d]++;
+    s->rules[r0.rule]++;
 
     switch (d) {
     case DRBD_SYNC_UNRELATED:
     case DRBD_SYNC_INCONSISTENT_SOURCE:
         /*
-         * The start of a resync moves the source's bitmap UUID into the
-         * history; if the sync UUID then gets lost and that cannot be
-         * undone (rules 51 and 71 undo it for a bitmap-based resync
-         * only), the last generation the two share can drop out of the
-         * two history UUIDs, as in DRBD.  Only then: the operator wipes
-         * the metadata of one node (an Inconsistent one if there is
-         * one), and the next connect is a full resync.
+         * The end of a resync moves the source's bitmap UUID into the
+         * history.  If the target does not record that end, and it
+         * happens again (rules 51 and 71 undo it for a bitmap-based
+         * resync only), the last generation the two share can drop out
+         * of the source's two history UUIDs, as in DRBD.  Only then,
+         * with the target still Inconsistent: the operator wipes its
+         * metadata, and the next connect is a full resync.
          */
-        g_assert_cmpuint(s->lost_sync_uuids, >, 0);
-        i = s->n[1].disk == DRBD_HS_DISK_INCONSISTENT ? 1 :
-            s->n[0].disk == DRBD_HS_DISK_INCONSISTENT ? 0 :
-            g_rand_int_range(s->rand, 0, 2);
+        i = s->n[1].disk == DRBD_HS_DISK_INCONSISTENT ? 1 : 0;
+        g_assert_cmpint(s->n[i].disk, ==, DRBD_HS_DISK_INCONSISTENT);
         sim_discard(s, i);
         drbd_uuid_init(&s->n[i].u);
         drbd_uuid_demote(&s->n[i].u);
@@ -1595,20 +1626,30 @@ static void sim_connect(Sim *s)
                         &src_copy, sizeof(DrbdUuids));
     }
 
+    /*
+     * The resync, as the driver does it: the target's disk is
+     * Inconsistent from its start, and no UUID changes before its end
+     */
     src_at_handshake = src->u;
-    sync = drbd_uuid_resync_start_source(&src->u, sim_fresh(s));
+    if (covered) {
+        tgt->disk = DRBD_HS_DISK_INCONSISTENT;
+    }
 
     /* the connection may go at any point of the resync */
-    how = g_rand_int_range(s->rand, 0, 8);
+    how = covered ? g_rand_int_range(s->rand, 0, 8) : 4;
     if (how == 0) {
-        /* the sync UUID is lost */
-        s->lost_sync_uuids++;
+        /* before any data */
         sim_disconnect(s);
         return;
     }
-    drbd_uuid_resync_start_target(&tgt->u, sync);
-    tgt->disk = DRBD_HS_DISK_INCONSISTENT;
     if (how == 1) {
+        /* with a part of the data (the bitmaps keep their bits) */
+        for (i = 0; i < SIM_BLOCKS; i++) {
+            if ((covered & (1u << i)) && g_rand_boolean(s->rand)) {
+                tgt->data[i] = src->data[i];
+                s->seen[!si][src->data[i]] = true;
+            }
+        }
         sim_disconnect(s);
         return;
     }
@@ -1623,7 +1664,7 @@ static void sim_connect(Sim *s)
         sim_disconnect(s);
         return;
     }
-    drbd_uuid_resync_finished_target(&tgt->u, &src_at_handshake);
+    resync_finished_target(&tgt->u, &src_at_handshake);
     tgt->disk = DRBD_HS_DISK_UP_TO_DATE;
     if (how == 3) {
         /* only the target records the end */
@@ -1653,9 +1694,7 @@ static void sim_step(Sim *s)
         /* promotion: only with good data, one primary while connected */
         if (n->up && !n->primary && n->disk == DRBD_HS_DISK_UP_TO_DATE &&
             !(s->connected && other->primary)) {
-            drbd_uuid_promote(&n->u, s->connected &&
-                              other->disk == DRBD_HS_DISK_UP_TO_DATE,
-                              false, sim_fresh(s));
+            drbd_uuid_promote(&n->u, s->connected, false, sim_fresh(s));
             n->primary = true;
         }
         break;
@@ -1715,9 +1754,10 @@ static void test_simulation(void)
         },
     };
     unsigned total[DRBD_SYNC__MAX] = { 0 };
+    unsigned rules[101] = { 0 };
     int seed, step, i;
 
-    for (seed = 0; seed < 200; seed++) {
+    for (seed = 0; seed < 5000; seed++) {
         Sim s = {
             .rand = g_rand_new_with_seed(seed),
             .next_uuid = 0x100000,
@@ -1739,11 +1779,19 @@ static void test_simulation(void)
         for (i = 0; i < DRBD_SYNC__MAX; i++) {
             total[i] += s.decisions[i];
         }
+        for (i = 0; i < ARRAY_SIZE(rules); i++) {
+            rules[i] += s.rules[i];
+        }
         g_rand_free(s.rand);
     }
 
     for (i = 0; i < DRBD_SYNC__MAX; i++) {
         g_test_message("%s: %u", drbd_sync_decision_str(i), total[i]);
+    }
+    for (i = 0; i < ARRAY_SIZE(rules); i++) {
+        if (rules[i]) {
+            g_test_message("rule %d: %u", i, rules[i]);
+        }
     }
     /* the walk reached every outcome that two such nodes can reach */
     g_assert_cmpuint(total[DRBD_SYNC_NONE], >, 0);
@@ -1752,6 +1800,9 @@ static void test_simulation(void)
                      total[DRBD_SYNC_FULL_TARGET], >, 0);
     g_assert_cmpuint(total[DRBD_SYNC_SPLIT_BRAIN], >, 0);
     g_assert_cmpuint(total[DRBD_SYNC_PRIMARY_TARGET], >, 0);
+    /* and the repairs of a resync whose end only one side recorded */
+    g_assert_cmpuint(rules[34] + rules[35], >, 0);
+    g_assert_cmpuint(rules[51] + rules[71], >, 0);
 }
 
 int main(int argc, char **argv)
@@ -1765,12 +1816,12 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-uuid/rule/equal-current", test_rule_equal_current);
     g_test_add_func("/drbd-uuid/rule/missed-resync-end",
                     test_rule_missed_resync_end);
-    g_test_add_func("/drbd-uuid/rule/lost-sync-uuid-equal",
-                    test_rule_lost_sync_uuid_equal);
+    g_test_add_func("/drbd-uuid/rule/bitmap-uuid-one-side",
+                    test_rule_bitmap_uuid_one_side);
     g_test_add_func("/drbd-uuid/rule/peer-bitmap-is-our-current",
                     test_rule_peer_bitmap_is_our_current);
-    g_test_add_func("/drbd-uuid/rule/lost-sync-uuid",
-                    test_rule_lost_sync_uuid);
+    g_test_add_func("/drbd-uuid/rule/missed-resync-end-target",
+                    test_rule_missed_resync_end_target);
     g_test_add_func("/drbd-uuid/rule/history", test_rule_history);
     g_test_add_func("/drbd-uuid/rule/split-brain", test_rule_split_brain);
     g_test_add_func("/drbd-uuid/rule/split-brain-full",

@@ -39,9 +39,16 @@
 
 #define DISK_SIZE       (64 * MiB)
 
+/*
+ * Reserved: command 14 (DRBD's RS_REQUEST) and bit 1 of the flags of a
+ * request (a flush flag, once): a receiver refuses both
+ */
+#define CMD_RESERVED    14
+#define DP_RESERVED     (1u << 1)
+
 static const uint16_t block_ack_cmds[] = {
     DRBD_CMD_RECV_ACK, DRBD_CMD_WRITE_ACK, DRBD_CMD_NEG_ACK,
-    DRBD_CMD_RS_REQUEST, DRBD_CMD_OUT_OF_SYNC,
+    DRBD_CMD_OUT_OF_SYNC,
 };
 
 static const uint16_t empty_cmds[] = {
@@ -218,7 +225,6 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
     case DRBD_CMD_RECV_ACK:
     case DRBD_CMD_WRITE_ACK:
     case DRBD_CMD_NEG_ACK:
-    case DRBD_CMD_RS_REQUEST:
     case DRBD_CMD_OUT_OF_SYNC: {
         DrbdBlockAck a;
 
@@ -226,8 +232,7 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         if (ret == 0) {
             g_assert_cmpuint(len, ==, ACK_SIZE);
             g_assert_cmpuint(a.bytes, >, 0);
-            g_assert_cmpuint(a.bytes, <=, cmd == DRBD_CMD_RS_REQUEST ?
-                             DRBD_WIRE_MAX_DATA : DRBD_WIRE_MAX_ZEROES);
+            g_assert_cmpuint(a.bytes, <=, DRBD_WIRE_MAX_ZEROES);
             g_assert_cmpuint(a.bytes % DRBD_WIRE_ALIGN, ==, 0);
             g_assert_cmpuint(a.offset % DRBD_WIRE_ALIGN, ==, 0);
             g_assert_cmpuint(a.offset, <=, INT64_MAX - a.bytes);
@@ -336,7 +341,10 @@ static void test_cmd_name(void)
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_DATA), ==, "DATA");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_BARRIER_ACK), ==, "BARRIER_ACK");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_RS_DONE), ==, "RS_DONE");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_OUT_OF_SYNC), ==, "OUT_OF_SYNC");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_UUIDS), ==, "UUIDS");
     g_assert_cmpstr(drbd_cmd_name(0), ==, "unknown");
+    g_assert_cmpstr(drbd_cmd_name(CMD_RESERVED), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD__MAX), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(0xffff), ==, "unknown");
 }
@@ -474,7 +482,7 @@ static void test_round_trip_data(void)
         uint32_t flags;
     } cases[] = {
         { DRBD_CMD_DATA, 0, 512, 0 },
-        { DRBD_CMD_DATA, 4096, 8192, DRBD_DP_FUA | DRBD_DP_FLUSH },
+        { DRBD_CMD_DATA, 4096, 8192, DRBD_DP_FUA },
         { DRBD_CMD_DATA, DISK_SIZE - DRBD_WIRE_MAX_DATA, DRBD_WIRE_MAX_DATA,
           DRBD_DP_ALL },
         { DRBD_CMD_RS_DATA, 1 * MiB, 65536, 0 },
@@ -552,18 +560,16 @@ static void test_round_trip_block_ack(void)
         g_assert_cmpuint(out.id, ==, in.id);
         g_assert_cmpuint(out.bytes, ==, in.bytes);
 
-        if (cmd != DRBD_CMD_RS_REQUEST) {
-            /* Acks of ZEROES and DISCARD cover up to DRBD_WIRE_MAX_ZEROES */
-            g_byte_array_set_size(pkt, 0);
-            in.offset = 0;
-            in.bytes = DRBD_WIRE_MAX_ZEROES;
-            drbd_wire_put_block_ack(pkt, cmd, &in);
-            payload = check_header(pkt, cmd);
-            g_assert_cmpint(drbd_wire_get_block_ack(cmd, payload, ACK_SIZE,
-                                                    0, &out, &error_abort),
-                            ==, 0);
-            g_assert_cmpuint(out.bytes, ==, DRBD_WIRE_MAX_ZEROES);
-        }
+        /* Acks of ZEROES and DISCARD cover up to DRBD_WIRE_MAX_ZEROES */
+        g_byte_array_set_size(pkt, 0);
+        in.offset = 0;
+        in.bytes = DRBD_WIRE_MAX_ZEROES;
+        drbd_wire_put_block_ack(pkt, cmd, &in);
+        payload = check_header(pkt, cmd);
+        g_assert_cmpint(drbd_wire_get_block_ack(cmd, payload, ACK_SIZE,
+                                                0, &out, &error_abort),
+                        ==, 0);
+        g_assert_cmpuint(out.bytes, ==, DRBD_WIRE_MAX_ZEROES);
     }
 }
 
@@ -722,13 +728,14 @@ static void test_header_invalid(void)
         { DRBD_CMD_RECV_ACK, ACK_SIZE + 8 },
         { DRBD_CMD_WRITE_ACK, 0 },
         { DRBD_CMD_NEG_ACK, ACK_SIZE - 1 },
-        { DRBD_CMD_RS_REQUEST, DATA_SIZE },
         { DRBD_CMD_OUT_OF_SYNC, UINT32_MAX },
         { DRBD_CMD_PING, 1 },
         { DRBD_CMD_PING_ACK, 8 },
         { DRBD_CMD_RS_DONE, UINT32_MAX },
     };
-    static const uint16_t bad_cmds[] = { 0, DRBD_CMD__MAX, 0x100, 0xffff };
+    static const uint16_t bad_cmds[] = {
+        0, CMD_RESERVED, DRBD_CMD__MAX, 0x100, 0xffff,
+    };
     uint8_t buf[HDR];
     Error *err = NULL;
     DrbdHeader h;
@@ -751,6 +758,17 @@ static void test_header_invalid(void)
         make_header(buf, DRBD_WIRE_MAGIC, bad_cmds[i], 0, 0);
         assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
     }
+
+    /*
+     * 14 is reserved (DRBD's RS_REQUEST): refused as an unknown command,
+     * whatever the length, the 24 bytes of a block ack included
+     */
+    make_header(buf, DRBD_WIRE_MAGIC, CMD_RESERVED, 0, ACK_SIZE);
+    assert_failed_with(drbd_wire_get_header(buf, &h, &err), &err,
+                       "packet header: unknown command 14");
+    make_header(buf, DRBD_WIRE_MAGIC, CMD_RESERVED, 0, 0);
+    assert_failed_with(drbd_wire_get_header(buf, &h, &err), &err,
+                       "packet header: unknown command 14");
 
     make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_PING, 1, 0);
     assert_failed(drbd_wire_get_header(buf, &h, &err), &err);
@@ -840,6 +858,25 @@ static void test_data_invalid(void)
         stl_be_p(buf + DATA_FLAGS, 0x80000000);
         assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
                       &err);
+        /* Bit 1 is reserved (DRBD's flush flag), alone or with others */
+        g_assert_cmpuint(DRBD_DP_ALL & DP_RESERVED, ==, 0);
+        stl_be_p(buf + DATA_FLAGS, DP_RESERVED);
+        {
+            g_autofree char *msg =
+                g_strdup_printf("%s packet: unknown flags 0x2",
+                                drbd_cmd_name(cmd));
+
+            assert_failed_with(drbd_wire_get_data(cmd, buf, len, DISK_SIZE,
+                                                  &p, &err), &err, msg);
+            stl_be_p(buf + DATA_FLAGS, DRBD_DP_ALL | DP_RESERVED);
+            assert_failed_with(drbd_wire_get_data(cmd, buf, len, DISK_SIZE,
+                                                  &p, &err), &err, msg);
+        }
+        /* The known flags alone are fine */
+        stl_be_p(buf + DATA_FLAGS, DRBD_DP_ALL);
+        g_assert_cmpint(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p,
+                                           &error_abort), ==, 0);
+        g_assert_cmpuint(p.flags, ==, DRBD_DP_FUA | DRBD_DP_MAY_UNMAP);
 
         /* Non-zero padding */
         memcpy(buf, payload, len);
@@ -901,7 +938,7 @@ static void test_data_invalid(void)
                                                 NULL);
         static const uint16_t wrong[] = {
             0, DRBD_CMD_HELLO, DRBD_CMD_BARRIER, DRBD_CMD_WRITE_ACK,
-            DRBD_CMD_RS_REQUEST, DRBD_CMD_PING, DRBD_CMD__MAX, 0xffff,
+            CMD_RESERVED, DRBD_CMD_PING, DRBD_CMD__MAX, 0xffff,
         };
 
         for (i = 0; i < ARRAY_SIZE(wrong); i++) {
@@ -923,8 +960,7 @@ static void test_block_ack_invalid(void)
 
     for (i = 0; i < ARRAY_SIZE(block_ack_cmds); i++) {
         uint16_t cmd = block_ack_cmds[i];
-        uint32_t max = cmd == DRBD_CMD_RS_REQUEST ? DRBD_WIRE_MAX_DATA
-                                                  : DRBD_WIRE_MAX_ZEROES;
+        uint32_t max = DRBD_WIRE_MAX_ZEROES;
         DrbdBlockAck in = { .offset = 4096, .id = 1, .bytes = 4096 };
         g_autoptr(GByteArray) pkt = g_byte_array_new();
         uint8_t buf[ACK_SIZE + 1];
@@ -985,6 +1021,12 @@ static void test_block_ack_invalid(void)
                       &err);
         assert_failed(drbd_wire_get_block_ack(0xffff, buf, ACK_SIZE,
                                               DISK_SIZE, &a, &err), &err);
+        /* A valid block ack payload is no RS_REQUEST: 14 is reserved */
+        assert_failed_with(drbd_wire_get_block_ack(CMD_RESERVED, buf,
+                                                   ACK_SIZE, DISK_SIZE, &a,
+                                                   &err),
+                           &err, "unknown packet: cannot decode it as a "
+                           "block ack");
     }
 }
 
