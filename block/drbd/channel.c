@@ -273,7 +273,7 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     drbd_sleep_wake(s, &peer->resync_sleep, true);
     /* Flushes waiting for a barrier ack see that none will come */
     qemu_mutex_lock(&s->lock);
-    qemu_co_enter_all(&s->barrier_waiters, &s->lock);
+    qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -295,7 +295,11 @@ void drbd_peer_kick(DrbdPeer *peer)
  */
 DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s)
 {
-    DrbdPeer *peer = s->peer && !s->peer->broken ? s->peer : NULL;
+    DrbdPeer *peer = s->conn.peer;
+
+    if (peer && peer->broken) {
+        peer = NULL;
+    }
 
     if (peer) {
         peer->running++;

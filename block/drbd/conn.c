@@ -37,7 +37,7 @@
 static void drbd_set_establishing(BDRVDrbdState *s, QIOChannelSocket *sioc)
 {
     qemu_mutex_lock(&s->lock);
-    s->establishing = sioc;
+    s->conn.establishing = sioc;
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -51,7 +51,7 @@ static void drbd_connect_timeout_cb(void *opaque)
     DrbdConnectWait *w = opaque;
 
     w->timed_out = true;
-    nbd_co_establish_connection_cancel(w->s->connector);
+    nbd_co_establish_connection_cancel(w->s->conn.connector);
 }
 
 /*
@@ -75,15 +75,15 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
     timer = aio_timer_new(qemu_get_current_aio_context(), QEMU_CLOCK_REALTIME,
                           SCALE_NS, drbd_connect_timeout_cb, &w);
     timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              s->ping_timeout_ns);
-    ioc = nbd_co_establish_connection(s->connector, NULL, true, errp);
+              s->conn.ping_timeout_ns);
+    ioc = nbd_co_establish_connection(s->conn.connector, NULL, true, errp);
     timer_free(timer);
     if (!ioc) {
         if (w.timed_out) {
             error_free(*errp);
             *errp = NULL;
             error_setg(errp, "connecting to the peer: no answer in %" PRIu64
-                       " ms", s->ping_timeout_ns / SCALE_MS);
+                       " ms", s->conn.ping_timeout_ns / SCALE_MS);
         } else {
             error_prepend(errp, "connecting to the peer: ");
         }
@@ -92,7 +92,7 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
     sioc = QIO_CHANNEL_SOCKET(ioc);
     drbd_setup_channel(sioc, meta ? "drbd-meta" : "drbd-data");
     drbd_set_establishing(s, sioc);
-    drbd_deadline_arm(&dl, sioc, s->ping_timeout_ns);
+    drbd_deadline_arm(&dl, sioc, s->conn.ping_timeout_ns);
     ret = drbd_send_hello(s, sioc, meta, errp);
     if (ret == 0) {
         ret = drbd_recv_hello(sioc, &hello, errp);
@@ -133,15 +133,15 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
         if (qatomic_read(&s->closing)) {
             goto fail;
         }
-        sioc = qio_channel_socket_accept(s->listener, NULL);
+        sioc = qio_channel_socket_accept(s->conn.listener, NULL);
         if (!sioc) {
-            qio_channel_yield(QIO_CHANNEL(s->listener), G_IO_IN);
+            qio_channel_yield(QIO_CHANNEL(s->conn.listener), G_IO_IN);
             drbd_co_rehome(s);
             continue;
         }
         drbd_setup_channel(sioc, "drbd-accepted");
         drbd_set_establishing(s, sioc);
-        drbd_deadline_arm(&dl, sioc, s->ping_timeout_ns);
+        drbd_deadline_arm(&dl, sioc, s->conn.ping_timeout_ns);
         ret = drbd_recv_hello(sioc, &hello, &local_err);
         if (ret == 0) {
             ret = drbd_check_hello(s, &hello, &local_err);
@@ -190,7 +190,7 @@ static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
     DrbdPeer *peer;
     int ret;
 
-    if (s->connects) {
+    if (s->conn.connects) {
         data = drbd_connect_channel(s, false, errp);
         if (!data) {
             return NULL;
@@ -208,15 +208,15 @@ static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
     drbd_set_state(s, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
                    "connected, handshake");
     qemu_mutex_lock(&s->lock);
-    s->handshaking = peer;      /* for drbd_conn_stop() to cut it short */
+    s->conn.handshaking = peer;      /* for drbd_conn_stop() to cut it short */
     qemu_mutex_unlock(&s->lock);
     /* A peer that stops answering does not hold the handshake forever */
-    drbd_deadline_arm(&dl, peer->data, s->ping_timeout_ns);
+    drbd_deadline_arm(&dl, peer->data, s->conn.ping_timeout_ns);
     ret = qatomic_read(&s->closing) ? -ECANCELED :
           drbd_exchange_params(peer, &dl, errp);
     drbd_deadline_disarm(&dl);
     qemu_mutex_lock(&s->lock);
-    s->handshaking = NULL;
+    s->conn.handshaking = NULL;
     qemu_mutex_unlock(&s->lock);
     if (ret < 0) {
         if (dl.expired) {
@@ -262,7 +262,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
                   (peer->decision == DRBD_SYNC_SOURCE ||
                    peer->decision == DRBD_SYNC_FULL_SOURCE ||
                    s->role == DRBD_ROLE_PRIMARY);
-    s->peer = peer;
+    s->conn.peer = peer;
     g_clear_pointer(&s->last_error, g_free);
     if (s->closing) {
         qemu_mutex_unlock(&s->lock);
@@ -271,8 +271,8 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     }
     if (sync_target) {
         peer->sync_target = true;
-        s->resync_total = hbitmap_count(s->oos);
-        s->resync_done = 0;
+        s->conn.resync_total = hbitmap_count(s->oos);
+        s->conn.resync_done = 0;
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -297,8 +297,8 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);
     }
-    s->peer = NULL;
-    s->pe -= peer->resync_unacked;  /* their bits stay set: resent later */
+    s->conn.peer = NULL;
+    s->conn.pe -= peer->resync_unacked;  /* their bits stay set: resent later */
     drbd_tl_connection_lost_locked(s);
     g_free(s->last_error);
     s->last_error = g_strdup(peer->broken_reason);
@@ -329,12 +329,12 @@ static void coroutine_fn drbd_conn_co(void *opaque)
         DrbdPeer *peer;
 
         drbd_co_rehome(s);
-        if (s->connect_held) {
+        if (s->conn.connect_held) {
             /* After a split brain: stand alone until drbd-connect */
             drbd_set_state(s, -1, DRBD_CONN_STATE_STANDALONE, -1, -1, -1,
                            "split brain: waiting for drbd-connect");
-            while (s->connect_held && !qatomic_read(&s->closing)) {
-                drbd_co_sleep(s, &s->conn_sleep,
+            while (s->conn.connect_held && !qatomic_read(&s->closing)) {
+                drbd_co_sleep(s, &s->conn.conn_sleep,
                               10 * NANOSECONDS_PER_SECOND);
                 drbd_co_rehome(s);
             }
@@ -354,25 +354,26 @@ static void coroutine_fn drbd_conn_co(void *opaque)
                 error_free(err);
             }
         }
-        if (!qatomic_read(&s->closing) && s->connects && !s->connect_held) {
+        if (!qatomic_read(&s->closing) && s->conn.connects &&
+            !s->conn.connect_held) {
             int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                               s->connect_interval_ns;
+                               s->conn.connect_interval_ns;
             int64_t now;
 
             /* A move wakes the sleep early: sleep on at the new home */
             while (!qatomic_read(&s->closing) &&
                    (now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME)) <
                    deadline) {
-                drbd_co_sleep(s, &s->conn_sleep, deadline - now);
+                drbd_co_sleep(s, &s->conn.conn_sleep, deadline - now);
                 drbd_co_rehome(s);
-                if (s->conn_sleep.stopped || !s->connects ||
-                    s->connect_held) {
+                if (s->conn.conn_sleep.stopped || !s->conn.connects ||
+                    s->conn.connect_held) {
                     break;
                 }
             }
         }
     }
-    qatomic_set(&s->conn_co, NULL);
+    qatomic_set(&s->conn.conn_co, NULL);
     aio_wait_kick();
 }
 
@@ -385,30 +386,32 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
 {
     Coroutine *co;
 
-    assert(!s->conn_co);
-    if (s->listen_addr && (!s->peer_addr || !s->connects)) {
-        s->listener = qio_channel_socket_new();
-        qio_channel_set_name(QIO_CHANNEL(s->listener), "drbd-listener");
-        if (qio_channel_socket_listen_sync(s->listener, s->listen_addr,
+    assert(!s->conn.conn_co);
+    if (s->conn.listen_addr && (!s->conn.peer_addr || !s->conn.connects)) {
+        s->conn.listener = qio_channel_socket_new();
+        qio_channel_set_name(QIO_CHANNEL(s->conn.listener), "drbd-listener");
+        if (qio_channel_socket_listen_sync(s->conn.listener,
+                                           s->conn.listen_addr,
                                            DRBD_LISTEN_BACKLOG, errp) < 0) {
-            g_clear_pointer(&s->listener, object_unref);
+            g_clear_pointer(&s->conn.listener, object_unref);
             return -EIO;
         }
-        drbd_setup_channel(s->listener, "drbd-listener");
+        drbd_setup_channel(s->conn.listener, "drbd-listener");
     }
-    if (s->connects) {
-        s->connector = nbd_client_connection_new(s->peer_addr, false, NULL,
-                                                 NULL, NULL, NULL);
+    if (s->conn.connects) {
+        s->conn.connector = nbd_client_connection_new(s->conn.peer_addr,
+                                                      false, NULL, NULL,
+                                                      NULL, NULL);
     }
 
     qemu_mutex_lock(&s->lock);
     s->closing = false;
-    s->conn_sleep.stopped = false;
+    s->conn.conn_sleep.stopped = false;
     s->ctx = bdrv_get_aio_context(s->bs);
     qemu_mutex_unlock(&s->lock);
     drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1, NULL);
     co = qemu_coroutine_create(drbd_conn_co, s);
-    s->conn_co = co;
+    s->conn.conn_co = co;
     aio_co_enter(s->ctx, co);
     return 0;
 }
@@ -421,10 +424,10 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
 void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data)
 {
     qemu_mutex_lock(&s->lock);
-    s->discard_my_data = discard_my_data;
-    s->connect_held = false;
+    s->conn.discard_my_data = discard_my_data;
+    s->conn.connect_held = false;
     qemu_mutex_unlock(&s->lock);
-    drbd_sleep_wake(s, &s->conn_sleep, false);
+    drbd_sleep_wake(s, &s->conn.conn_sleep, false);
 }
 
 /*
@@ -436,7 +439,7 @@ static void drbd_conn_kick(BDRVDrbdState *s)
     DrbdPeer *peer;
 
     qemu_mutex_lock(&s->lock);
-    peer = s->peer;
+    peer = s->conn.peer;
     if (peer) {
         peer->running++;
     }
@@ -445,13 +448,13 @@ static void drbd_conn_kick(BDRVDrbdState *s)
         drbd_peer_kick(peer);
         drbd_peer_put(peer);
     }
-    if (s->listener) {
-        qio_channel_wake_read(QIO_CHANNEL(s->listener));
+    if (s->conn.listener) {
+        qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
     }
-    if (s->connector) {
-        nbd_co_establish_connection_cancel(s->connector);
+    if (s->conn.connector) {
+        nbd_co_establish_connection_cancel(s->conn.connector);
     }
-    drbd_sleep_wake(s, &s->conn_sleep, false);
+    drbd_sleep_wake(s, &s->conn.conn_sleep, false);
 }
 
 /*
@@ -464,7 +467,7 @@ void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx)
     qemu_mutex_lock(&s->lock);
     s->ctx = ctx;
     qemu_mutex_unlock(&s->lock);
-    if (s->conn_co) {
+    if (s->conn.conn_co) {
         drbd_conn_kick(s);
     }
 }
@@ -475,23 +478,23 @@ void drbd_conn_stop(BDRVDrbdState *s)
     Object *hs_data = NULL, *hs_meta = NULL, *est = NULL;
     DrbdPeer *peer;
 
-    if (!s->conn_co) {
+    if (!s->conn.conn_co) {
         return;
     }
     drbd_gate_close(s);
-    drbd_sleep_wake(s, &s->conn_sleep, true);
+    drbd_sleep_wake(s, &s->conn.conn_sleep, true);
     peer = drbd_peer_get(s);
     if (peer) {
         drbd_peer_fail(peer, "the node is closing");
         drbd_peer_put(peer);
     }
     qemu_mutex_lock(&s->lock);
-    if (s->establishing) {
-        est = object_ref(OBJECT(s->establishing));
+    if (s->conn.establishing) {
+        est = object_ref(OBJECT(s->conn.establishing));
     }
-    if (s->handshaking) {
-        hs_data = object_ref(OBJECT(s->handshaking->data));
-        hs_meta = object_ref(OBJECT(s->handshaking->meta));
+    if (s->conn.handshaking) {
+        hs_data = object_ref(OBJECT(s->conn.handshaking->data));
+        hs_meta = object_ref(OBJECT(s->conn.handshaking->meta));
     }
     qemu_mutex_unlock(&s->lock);
     if (est) {
@@ -509,7 +512,7 @@ void drbd_conn_stop(BDRVDrbdState *s)
     }
     drbd_conn_kick(s);
 
-    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn_co) != NULL);
-    g_clear_pointer(&s->listener, object_unref);
-    g_clear_pointer(&s->connector, nbd_client_connection_release);
+    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn.conn_co) != NULL);
+    g_clear_pointer(&s->conn.listener, object_unref);
+    g_clear_pointer(&s->conn.connector, nbd_client_connection_release);
 }

@@ -140,13 +140,20 @@ typedef struct DrbdPeer {
     bool sync_target;
 } DrbdPeer;
 
-struct BDRVDrbdState {
-    BlockDriverState *bs;
-
-    /* Options, fixed at open */
-    BlockdevOptionsDrbd *opts;  /* as given, for reopen to compare */
-    char *resource;
-    uint8_t node_id;
+/*
+ * Everything the node has and keeps for one peer, for the node's
+ * lifetime: that peer's configuration, its connection manager, what is
+ * known of the peer, the epochs of the writes sent to it, its resync and
+ * its counters.  The established connection itself, while there is one,
+ * is the DrbdPeer in @peer.  One today (a second and third peer, as with
+ * DRBD 9, are more of these); everything that is the node's, whatever its
+ * peers, stays in BDRVDrbdState.
+ *
+ * The configuration is fixed at open and read without a lock; the rest
+ * is under the node's lock (s->lock), except where noted.
+ */
+typedef struct DrbdConnection {
+    /* Configuration, fixed at open */
     uint8_t peer_node_id;
     char protocol;              /* 'A', 'B' or 'C' */
     SocketAddress *listen_addr;
@@ -157,46 +164,77 @@ struct BDRVDrbdState {
     uint64_t ping_timeout_ns;
     uint32_t max_epoch_size;
     uint64_t resync_rate;
-    uint64_t size;              /* bytes of data */
-
-    /* Protects everything below, except where noted */
-    QemuMutex lock;
-
-    DrbdRole role;
-    DrbdRole peer_role;
-    DrbdConnState cstate;
-    DrbdDiskState disk;
-    DrbdDiskState peer_disk;
-    char *last_error;
     DrbdHandshakeConfig sb_cfg; /* after-sb options */
+
+    /* The connection and the peer's state */
+    DrbdConnState cstate;
+    DrbdRole peer_role;
+    DrbdDiskState peer_disk;
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
     bool connect_held;          /* split brain: wait for drbd-connect */
-    uint64_t hs_gen;            /* role, disk state or UUIDs changed */
     bool promote_pending;       /* we asked the peer to let us promote */
     int promote_reply;          /* its answer, or -1 while none */
-    bool refusal_reported;      /* a refused guest request was logged */
+    DrbdPeer *peer;             /* the established connection, if any */
 
-    /* The transfer log: replicated writes not yet done with the peer */
-    QTAILQ_HEAD(, DrbdRequest) transfer_log;
-    uint64_t next_req_id;
+    /* The epochs of the writes sent to the peer (tl.c) */
     uint32_t cur_epoch;         /* the epoch new writes join */
     uint32_t epoch_size;        /* writes sent in cur_epoch */
     bool epoch_needs_barrier;   /* a write of cur_epoch has completed */
     uint32_t barrier_acked_upto; /* epochs before this one are acked */
     CoQueue barrier_waiters;    /* flushes waiting for a barrier ack */
 
+    /* The resync with this peer (resync.c, peer.c) */
+    uint64_t resync_total;
+    uint64_t resync_done;
+    RateLimit resync_limit;
+
+    /* Counters for query-drbd: bytes sent and received, requests */
+    uint64_t ns, nr;
+    uint32_t pe, ua;
+
+    /* The connection manager's (conn.c), which runs in the node's ctx */
+    QIOChannelSocket *listener;
+    NBDClientConnection *connector; /* connects in a thread of its own */
+    QIOChannelSocket *establishing;   /* a channel in its handshake */
+    DrbdPeer *handshaking;      /* a connection in its handshake */
+    Coroutine *conn_co;         /* the connection manager */
+    DrbdSleep conn_sleep;
+} DrbdConnection;
+
+struct BDRVDrbdState {
+    BlockDriverState *bs;
+
+    /* Options, fixed at open */
+    BlockdevOptionsDrbd *opts;  /* as given, for reopen to compare */
+    char *resource;
+    uint8_t node_id;
+    uint64_t size;              /* bytes of data */
+
+    /* Protects everything below, except where noted */
+    QemuMutex lock;
+
+    DrbdRole role;
+    DrbdDiskState disk;
+    char *last_error;
+    uint64_t hs_gen;            /* role, disk state or UUIDs changed */
+    bool refusal_reported;      /* a refused guest request was logged */
+
+    /* The peer: one for now */
+    DrbdConnection conn;
+
+    /* The transfer log: replicated writes not yet done with the peer */
+    QTAILQ_HEAD(, DrbdRequest) transfer_log;
+    uint64_t next_req_id;
+
     /*
      * Out-of-sync bitmap: what the peer lacks (on a sync target, what we
      * lack), 4 KiB per bit
      */
     HBitmap *oos;
-    uint64_t resync_total;
-    uint64_t resync_done;
-    RateLimit resync_limit;
 
     /* Counters for query-drbd, in bytes (reported in KiB) */
-    uint64_t ns, nr, dw, dr;
-    uint32_t lo, pe, ua, ap;
+    uint64_t dw, dr;
+    uint32_t lo, ap;
     /* ... and in transactions and blocks written */
     uint64_t al_writes, bm_writes;
 
@@ -223,9 +261,6 @@ struct BDRVDrbdState {
     uint32_t al_recovered;      /* extents marked after an unclean stop */
     bool al_damaged;            /* the AL ring could not be recovered */
 
-    /* The connection: one peer for now */
-    DrbdPeer *peer;
-
     /* Guest writes and resync reads in flight, for overlap checks */
     CoMutex reqs_lock;
     BlockReqList active_reqs;
@@ -238,15 +273,6 @@ struct BDRVDrbdState {
      * them.  Written under s->lock by the main loop on attach.
      */
     AioContext *ctx;
-
-    /* The connection manager's, in ctx */
-    bool conn_enabled;          /* the node is active and writable */
-    QIOChannelSocket *listener;
-    NBDClientConnection *connector; /* connects in a thread of its own */
-    QIOChannelSocket *establishing;   /* a channel in its handshake */
-    DrbdPeer *handshaking;      /* a connection in its handshake */
-    Coroutine *conn_co;         /* the connection manager */
-    DrbdSleep conn_sleep;
     bool closing;               /* under s->lock */
 
     /* The drain gate (home.c): drained is atomic, drain_queue under lock */

@@ -68,7 +68,7 @@ void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
     if (!s) {
         return;
     }
-    if (!s->listen_addr && !s->peer_addr) {
+    if (!s->conn.listen_addr && !s->conn.peer_addr) {
         error_setg(errp, "drbd node '%s' has no peer to connect to",
                    node_name);
         return;

@@ -112,13 +112,13 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
     s->node_id = o->has_node_id ? o->node_id : 0;
-    s->peer_node_id = o->has_peer_node_id ? o->peer_node_id :
+    s->conn.peer_node_id = o->has_peer_node_id ? o->peer_node_id :
                       (s->node_id == 0 ? 1 : 0);
-    if (s->node_id > 31 || s->peer_node_id > 31) {
+    if (s->node_id > 31 || s->conn.peer_node_id > 31) {
         error_setg(errp, "node-id and peer-node-id must be 0 to 31");
         return -EINVAL;
     }
-    if (s->node_id == s->peer_node_id) {
+    if (s->node_id == s->conn.peer_node_id) {
         error_setg(errp, "node-id and peer-node-id are both %d",
                    s->node_id);
         error_append_hint(errp, "Give each node of a pair its own id.\n");
@@ -129,38 +129,38 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         error_setg(errp, "role must be primary or secondary");
         return -EINVAL;
     }
-    s->protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
-    s->listen_addr = QAPI_CLONE(SocketAddress, o->listen);
-    s->peer_addr = QAPI_CLONE(SocketAddress, o->peer);
-    s->connects = s->peer_addr &&
-                  (!s->listen_addr || s->node_id < s->peer_node_id);
+    s->conn.protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
+    s->conn.listen_addr = QAPI_CLONE(SocketAddress, o->listen);
+    s->conn.peer_addr = QAPI_CLONE(SocketAddress, o->peer);
+    s->conn.connects = s->conn.peer_addr &&
+                  (!s->conn.listen_addr || s->node_id < s->conn.peer_node_id);
 
-    s->connect_interval_ns = (uint64_t)(o->has_connect_interval ?
+    s->conn.connect_interval_ns = (uint64_t)(o->has_connect_interval ?
         o->connect_interval : DRBD_DEFAULT_CONNECT_INTERVAL_MS) * SCALE_MS;
-    s->ping_interval_ns = (uint64_t)(o->has_ping_interval ?
+    s->conn.ping_interval_ns = (uint64_t)(o->has_ping_interval ?
         o->ping_interval : DRBD_DEFAULT_PING_INTERVAL_MS) * SCALE_MS;
-    s->ping_timeout_ns = (uint64_t)(o->has_ping_timeout ?
+    s->conn.ping_timeout_ns = (uint64_t)(o->has_ping_timeout ?
         o->ping_timeout : DRBD_DEFAULT_PING_TIMEOUT_MS) * SCALE_MS;
-    if (!s->connect_interval_ns || !s->ping_interval_ns ||
-        !s->ping_timeout_ns) {
+    if (!s->conn.connect_interval_ns || !s->conn.ping_interval_ns ||
+        !s->conn.ping_timeout_ns) {
         error_setg(errp, "connect-interval, ping-interval and ping-timeout "
                    "must not be 0");
         return -EINVAL;
     }
-    s->max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
+    s->conn.max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
                         DRBD_DEFAULT_MAX_EPOCH_SIZE;
-    if (!s->max_epoch_size) {
+    if (!s->conn.max_epoch_size) {
         error_setg(errp, "max-epoch-size must not be 0");
         return -EINVAL;
     }
-    s->resync_rate = o->has_resync_rate ? o->resync_rate : 0;
+    s->conn.resync_rate = o->has_resync_rate ? o->resync_rate : 0;
 
     if (drbd_apply_after_sb(0, o->has_after_sb_0pri, o->after_sb_0pri,
-                            &s->sb_cfg.after_sb_0pri, errp) < 0 ||
+                            &s->conn.sb_cfg.after_sb_0pri, errp) < 0 ||
         drbd_apply_after_sb(1, o->has_after_sb_1pri, o->after_sb_1pri,
-                            &s->sb_cfg.after_sb_1pri, errp) < 0 ||
+                            &s->conn.sb_cfg.after_sb_1pri, errp) < 0 ||
         drbd_apply_after_sb(2, o->has_after_sb_2pri, o->after_sb_2pri,
-                            &s->sb_cfg.after_sb_2pri, errp) < 0) {
+                            &s->conn.sb_cfg.after_sb_2pri, errp) < 0) {
         return -EINVAL;
     }
 
@@ -186,10 +186,10 @@ static void drbd_free_state(BDRVDrbdState *s)
 {
     drbd_md_free(s);
     g_clear_pointer(&s->oos, hbitmap_free);
-    ratelimit_destroy(&s->resync_limit);
+    ratelimit_destroy(&s->conn.resync_limit);
     qapi_free_BlockdevOptionsDrbd(s->opts);
-    qapi_free_SocketAddress(s->listen_addr);
-    qapi_free_SocketAddress(s->peer_addr);
+    qapi_free_SocketAddress(s->conn.listen_addr);
+    qapi_free_SocketAddress(s->conn.peer_addr);
     g_free(s->resource);
     g_free(s->last_error);
     qemu_mutex_destroy(&s->lock);
@@ -222,7 +222,7 @@ static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
     timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_MS,
                           drbd_timer_set_flag, &timed_out);
     timer_mod(timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
-    while (!timed_out && qatomic_read(&s->cstate) <
+    while (!timed_out && qatomic_read(&s->conn.cstate) <
                          DRBD_CONN_STATE_CONNECTED) {
         aio_poll(ctx, true);
     }
@@ -243,12 +243,12 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     s->bs = bs;
     qemu_mutex_init(&s->lock);
     qemu_co_mutex_init(&s->reqs_lock);
-    qemu_co_queue_init(&s->barrier_waiters);
+    qemu_co_queue_init(&s->conn.barrier_waiters);
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->al_queue);
     QTAILQ_INIT(&s->transfer_log);
     QLIST_INIT(&s->active_reqs);
-    ratelimit_init(&s->resync_limit);
+    ratelimit_init(&s->conn.resync_limit);
 
     ret = bdrv_open_file_child(NULL, options, "file", bs, errp);
     if (ret < 0) {
@@ -271,7 +271,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         goto fail;
     }
     s->opts = QAPI_CLONE(BlockdevOptionsDrbd, opts);
-    if ((s->listen_addr || s->peer_addr) && !(flags & BDRV_O_RDWR)) {
+    if ((s->conn.listen_addr || s->conn.peer_addr) && !(flags & BDRV_O_RDWR)) {
         error_setg(errp, "a read-only drbd node cannot replicate: it would "
                    "have to write what its peer sends");
         error_append_hint(errp, "Open it read-write, or leave out listen "
@@ -342,15 +342,16 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         }
     }
 
-    s->peer_role = DRBD_ROLE_UNKNOWN;
-    s->peer_disk = DRBD_DISK_STATE_DUNKNOWN;
-    s->cstate = DRBD_CONN_STATE_STANDALONE;
+    s->conn.peer_role = DRBD_ROLE_UNKNOWN;
+    s->conn.peer_disk = DRBD_DISK_STATE_DUNKNOWN;
+    s->conn.cstate = DRBD_CONN_STATE_STANDALONE;
 
     s->ctx = bdrv_get_aio_context(bs);
 
     trace_drbd_open(bs, bs->file->bs->filename, DrbdRole_str(s->role),
-                    s->protocol);
-    if ((s->listen_addr || s->peer_addr) && (flags & BDRV_O_INACTIVE)) {
+                    s->conn.protocol);
+    if ((s->conn.listen_addr || s->conn.peer_addr) &&
+        (flags & BDRV_O_INACTIVE)) {
         /*
          * Inactive (an -incoming destination, or active=false): the node
          * must not write, and the connection would apply the peer's
@@ -358,7 +359,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
          */
         s->last_error = g_strdup("the node is inactive: it connects when "
                                  "it is activated");
-    } else if (s->listen_addr || s->peer_addr) {
+    } else if (s->conn.listen_addr || s->conn.peer_addr) {
         ret = drbd_conn_start(s, errp);
         if (ret < 0) {
             /* Leave the metadata as a clean close would: nothing ran */
@@ -488,7 +489,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     req->offset = offset;
     req->bytes = bytes;
     req->al_held = !!s->al;
-    req->state = drbd_req_initial_state(s->protocol, flags & BDRV_REQ_FUA);
+    req->state = drbd_req_initial_state(s->conn.protocol, flags & BDRV_REQ_FUA);
 
     qemu_mutex_lock(&s->lock);
     /* The peer, or a bit in the bitmap, in one go: see drbd_peer_run() */
@@ -499,7 +500,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
         QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
         req->in_tl = true;
-        s->pe++;
+        s->conn.pe++;
     } else {
         drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
     }
@@ -562,7 +563,8 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
      * info, compare or convert of a drbd image) are served whatever its
      * role
      */
-    bool inert = !s->listen_addr && !s->peer_addr && bdrv_is_read_only(bs);
+    bool inert = !s->conn.listen_addr && !s->conn.peer_addr &&
+                 bdrv_is_read_only(bs);
     int ret = inert ? 0 : drbd_check_primary(s, "read");
 
     if (ret < 0) {
@@ -632,8 +634,8 @@ static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
     if (peer) {
         qemu_mutex_lock(&s->lock);
         while (sent == 0 && !peer->broken &&
-               (int32_t)(s->barrier_acked_upto - epoch) <= 0) {
-            qemu_co_queue_wait(&s->barrier_waiters, &s->lock);
+               (int32_t)(s->conn.barrier_acked_upto - epoch) <= 0) {
+            qemu_co_queue_wait(&s->conn.barrier_waiters, &s->lock);
         }
         qemu_mutex_unlock(&s->lock);
         drbd_peer_put(peer);
@@ -693,7 +695,7 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
 
-    if (s->conn_co) {
+    if (s->conn.conn_co) {
         error_report("drbd node '%s' (resource %s) replicates to a peer: "
                      "it cannot be inactivated (live migration of a "
                      "replicating node is not supported)",
@@ -764,7 +766,7 @@ drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
     if (drbd_md_reactivate(bs, errp) < 0) {
         return;
     }
-    if ((s->listen_addr || s->peer_addr) && !s->conn_co) {
+    if ((s->conn.listen_addr || s->conn.peer_addr) && !s->conn.conn_co) {
         qemu_mutex_lock(&s->lock);
         g_clear_pointer(&s->last_error, g_free);
         qemu_mutex_unlock(&s->lock);
@@ -855,7 +857,8 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
             return -EINVAL;
         }
     }
-    if ((s->listen_addr || s->peer_addr) && !(state->flags & BDRV_O_RDWR)) {
+    if ((s->conn.listen_addr || s->conn.peer_addr) &&
+        !(state->flags & BDRV_O_RDWR)) {
         error_setg(errp, "drbd node '%s' replicates to a peer: it cannot "
                    "become read-only", bdrv_get_node_name(state->bs));
         return -EINVAL;

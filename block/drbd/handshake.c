@@ -49,9 +49,9 @@ int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp)
                    h->resource, s->resource);
         return -EINVAL;
     }
-    if (h->node_id != s->peer_node_id) {
+    if (h->node_id != s->conn.peer_node_id) {
         error_setg(errp, "the peer has node-id %" PRIu32 ", peer-node-id "
-                   "is %d", h->node_id, s->peer_node_id);
+                   "is %d", h->node_id, s->conn.peer_node_id);
         return -EINVAL;
     }
     return 0;
@@ -142,7 +142,7 @@ static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, DrbdDeadline *dl,
             hbitmap_free(hb);
             return -EINVAL;
         }
-        drbd_deadline_rearm(dl, s->ping_timeout_ns);
+        drbd_deadline_rearm(dl, s->conn.ping_timeout_ns);
     }
     *bytes = hbitmap_count(hb) << DRBD_BM_GRANULARITY;
     *out = hb;
@@ -155,7 +155,7 @@ static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, DrbdDeadline *dl,
 {
     BDRVDrbdState *s = peer->s;
 
-    if (s->node_id < s->peer_node_id) {
+    if (s->node_id < s->conn.peer_node_id) {
         return drbd_send_bitmap(peer, errp) < 0 ? -EIO :
                drbd_recv_bitmap(peer, dl, theirs, bytes, errp);
     }
@@ -276,13 +276,14 @@ static int drbd_handshake_decide(BDRVDrbdState *s,
     DrbdSyncDecision d;
 
     *out = (DrbdHandshakeOutcome) { 0 };
-    if (drbd_handshake_config_compatible(&s->sb_cfg, &their_cfg, errp) < 0) {
+    if (drbd_handshake_config_compatible(&s->conn.sb_cfg, &their_cfg,
+                                         errp) < 0) {
         return -EINVAL;
     }
 
     /* Decide from what we sent: the peer decides from the same */
-    d = drbd_sync_handshake(self, &other, s->node_id < s->peer_node_id,
-                            &s->sb_cfg, &res);
+    d = drbd_sync_handshake(self, &other, s->node_id < s->conn.peer_node_id,
+                            &s->conn.sb_cfg, &res);
     trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
                               drbd_uuid_cmp_str(res.uuid_cmp),
                               drbd_sb_resolution_str(res.resolution));
@@ -345,7 +346,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->decision = d;
     peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->hs_uuids = o->peer_uuids;
-    s->discard_my_data = false;
+    s->conn.discard_my_data = false;
     s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
     drbd_uuids_set_locked(s, &o->self_uuids);
     if (d == DRBD_SYNC_NONE && o->rule != 0 &&
@@ -411,8 +412,8 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     g_autofree uint8_t *payload3 = NULL;
     DrbdSizes mine = {
         .disk_size = s->size,
-        .max_epoch_size = s->max_epoch_size,
-        .protocol = s->protocol,
+        .max_epoch_size = s->conn.max_epoch_size,
+        .protocol = s->conn.protocol,
     };
     DrbdUuidsPacket uuids, their_uuids;
     DrbdHandshakeOutcome outcome;
@@ -434,7 +435,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .primary = s->role == DRBD_ROLE_PRIMARY,
         .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
         .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
-        .discard_my_data = s->discard_my_data,
+        .discard_my_data = s->conn.discard_my_data,
     };
     drbd_uuids_get_locked(s, &self.uuids);
     gen = s->hs_gen;
@@ -447,8 +448,9 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .changes = self.changes,
         .flags = (self.crashed_primary ? DRBD_UUIDS_CRASHED_PRIMARY : 0) |
                  (self.discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0),
-        .after_sb = { s->sb_cfg.after_sb_0pri, s->sb_cfg.after_sb_1pri,
-                      s->sb_cfg.after_sb_2pri },
+        .after_sb = { s->conn.sb_cfg.after_sb_0pri,
+                      s->conn.sb_cfg.after_sb_1pri,
+                      s->conn.sb_cfg.after_sb_2pri },
     };
 
     drbd_wire_put_sizes(pkt, &mine);
@@ -476,9 +478,9 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                    theirs.disk_size, s->size);
         return -EINVAL;
     }
-    if (theirs.protocol != s->protocol) {
+    if (theirs.protocol != s->conn.protocol) {
         error_setg(errp, "the peer uses protocol %c, this node %c",
-                   theirs.protocol, s->protocol);
+                   theirs.protocol, s->conn.protocol);
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
@@ -501,7 +503,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                                 errp);
     if (outcome.hold) {
         qemu_mutex_lock(&s->lock);
-        s->connect_held = true;
+        s->conn.connect_held = true;
         qemu_mutex_unlock(&s->lock);
     }
     if (ret == 0) {

@@ -358,7 +358,8 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
         if (r != DRBD_AL_BUSY) {
             break;
         }
-        if (s->epoch_needs_barrier && s->peer && !s->peer->broken) {
+        if (s->conn.epoch_needs_barrier && s->conn.peer &&
+            !s->conn.peer->broken) {
             qemu_mutex_unlock(&s->lock);
             return -EAGAIN;
         }

@@ -94,7 +94,7 @@ static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer,
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
                                        uint32_t flags)
 {
-    return cmd == DRBD_CMD_RS_DATA || peer->s->protocol == 'C' ||
+    return cmd == DRBD_CMD_RS_DATA || peer->s->conn.protocol == 'C' ||
            (flags & DRBD_DP_FUA);
 }
 
@@ -175,7 +175,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     }
 
     qemu_mutex_lock(&s->lock);
-    s->ua--;
+    s->conn.ua--;
     qemu_mutex_unlock(&s->lock);
 
     g_free(a->buf);
@@ -210,7 +210,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 
     qemu_mutex_lock(&s->lock);
     role = s->role;
-    peer_role = s->peer_role;
+    peer_role = s->conn.peer_role;
     qemu_mutex_unlock(&s->lock);
     if (role == DRBD_ROLE_PRIMARY) {
         g_free(buf);
@@ -257,11 +257,13 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     }
 
     qemu_mutex_lock(&s->lock);
-    s->ua++;
-    s->nr += (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) ? p->bytes : 0;
+    s->conn.ua++;
+    if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
+        s->conn.nr += p->bytes;
+    }
     qemu_mutex_unlock(&s->lock);
 
-    if (s->protocol == 'B' && cmd != DRBD_CMD_RS_DATA) {
+    if (s->conn.protocol == 'B' && cmd != DRBD_CMD_RS_DATA) {
         /* protocol B: the primary may complete once we hold the data */
         drbd_send_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
                             p->bytes);
@@ -279,7 +281,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     if (drbd_co_io_begin(s) < 0) {
         g_free(buf);
         qemu_mutex_lock(&s->lock);
-        s->ua--;
+        s->conn.ua--;
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "the node is closing");
         return -ECANCELED;
@@ -351,7 +353,7 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
         error_setg(errp, "the peer wants to resync a primary");
         return -EINVAL;
     }
-    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
+    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "split brain: both nodes hold changes the other "
                    "lacks");
@@ -359,11 +361,11 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
     }
     if (!peer->sync_target) {
         peer->sync_target = true;
-        s->resync_total = 0;
-        s->resync_done = 0;
+        s->conn.resync_total = 0;
+        s->conn.resync_done = 0;
     }
     drbd_oos_set_locked(s, range->offset, range->bytes);
-    s->resync_total = hbitmap_count(s->oos);
+    s->conn.resync_total = hbitmap_count(s->oos);
     qemu_mutex_unlock(&s->lock);
 
     drbd_set_state(s, -1, DRBD_CONN_STATE_SYNC_TARGET,

@@ -96,8 +96,8 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                                             &err);
             if (ret == 0) {
                 qemu_mutex_lock(&s->lock);
-                if (s->promote_pending) {
-                    qatomic_set(&s->promote_reply, result);
+                if (s->conn.promote_pending) {
+                    qatomic_set(&s->conn.promote_reply, result);
                 }
                 qemu_mutex_unlock(&s->lock);
                 aio_wait_kick();
@@ -159,7 +159,7 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
     if (st->role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_lock(&s->lock);
         if (s->role == DRBD_ROLE_PRIMARY ||
-            (s->promote_pending && s->node_id < s->peer_node_id)) {
+            (s->conn.promote_pending && s->node_id < s->conn.peer_node_id)) {
             /* we are primary, or asking too and the lower id wins */
             result = DRBD_STATE_REPLY_REFUSED;
         }
@@ -281,7 +281,7 @@ void coroutine_fn drbd_pinger(void *opaque)
         g_autoptr(GByteArray) pkt = g_byte_array_new();
 
         drbd_ping_wait(peer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       s->ping_interval_ns, false);
+                       s->conn.ping_interval_ns, false);
         if (qatomic_read(&peer->broken)) {
             break;
         }
@@ -291,11 +291,11 @@ void coroutine_fn drbd_pinger(void *opaque)
             break;
         }
         drbd_ping_wait(peer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       s->ping_timeout_ns, true);
+                       s->conn.ping_timeout_ns, true);
         if (!qatomic_read(&peer->broken) &&
             !qatomic_read(&peer->ping_answered)) {
             drbd_peer_fail(peer, "the peer did not answer a ping in %" PRIu64
-                           " ms", s->ping_timeout_ns / SCALE_MS);
+                           " ms", s->conn.ping_timeout_ns / SCALE_MS);
         }
     }
     drbd_peer_put(peer);

@@ -104,8 +104,8 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     s->lo--;
     if (ret == 0) {
         s->dr += bytes;
-        s->ns += bytes;
-        s->pe++;
+        s->conn.ns += bytes;
+        s->conn.pe++;
         peer->resync_unacked++;
     }
     qemu_mutex_unlock(&s->lock);
@@ -124,11 +124,12 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
     int64_t offset = 0;
 
     qemu_mutex_lock(&s->lock);
-    s->resync_total = hbitmap_count(s->oos);
-    s->resync_done = 0;
-    ratelimit_set_speed(&s->resync_limit, s->resync_rate, 100 * SCALE_MS);
+    s->conn.resync_total = hbitmap_count(s->oos);
+    s->conn.resync_done = 0;
+    ratelimit_set_speed(&s->conn.resync_limit, s->conn.resync_rate,
+                        100 * SCALE_MS);
     qemu_mutex_unlock(&s->lock);
-    trace_drbd_resync_start(s->bs, s->resync_total);
+    trace_drbd_resync_start(s->bs, s->conn.resync_total);
 
     if (drbd_resync_announce(peer) < 0) {
         return;
@@ -161,8 +162,8 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         }
         offset = start + count;
 
-        if (s->resync_rate) {
-            delay = ratelimit_calculate_delay(&s->resync_limit, count);
+        if (s->conn.resync_rate) {
+            delay = ratelimit_calculate_delay(&s->conn.resync_limit, count);
             if (delay) {
                 /* Woken early by a move: the rate catches up next time */
                 drbd_co_sleep(s, &peer->resync_sleep, delay);
@@ -212,12 +213,12 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
         return;
     }
     peer->resync_unacked--;
-    s->pe--;
+    s->conn.pe--;
     if (cmd == DRBD_CMD_WRITE_ACK) {
         drbd_oos_reset_locked(s, ack->offset, ack->bytes);
-        s->resync_done += ack->bytes;
+        s->conn.resync_done += ack->bytes;
         finished = hbitmap_count(s->oos) == 0 &&
-                   s->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
+                   s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     }
     qemu_mutex_unlock(&s->lock);
 

@@ -67,8 +67,8 @@ int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
         return 0;
     }
     qemu_mutex_lock(&s->lock);
-    s->promote_pending = true;
-    s->promote_reply = -1;
+    s->conn.promote_pending = true;
+    s->conn.promote_reply = -1;
     peer->running++;        /* for the sending coroutine */
     qemu_mutex_unlock(&s->lock);
 
@@ -78,14 +78,14 @@ int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
     timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
                           SCALE_NS, drbd_timer_set_flag, &timed_out);
     timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              s->ping_timeout_ns);
-    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->promote_reply) < 0 &&
+              s->conn.ping_timeout_ns);
+    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn.promote_reply) < 0 &&
                             !qatomic_read(&peer->broken) && !timed_out);
     timer_free(timer);
 
     qemu_mutex_lock(&s->lock);
-    reply = s->promote_reply;
-    s->promote_pending = false;
+    reply = s->conn.promote_reply;
+    s->conn.promote_pending = false;
     qemu_mutex_unlock(&s->lock);
     drbd_peer_put(peer);
 
@@ -126,7 +126,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         qemu_mutex_unlock(&s->lock);
         return 0;
     }
-    if (s->peer_role == DRBD_ROLE_PRIMARY) {
+    if (s->conn.peer_role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the peer is primary; demote it first", name);
         return -EBUSY;
@@ -138,7 +138,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_append_hint(errp, "Check the image, then reopen the node.\n");
         return -EIO;
     }
-    if (s->cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+    if (s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the connection handshake is running; try "
                    "again", name);
@@ -170,7 +170,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
      * Connected, the peer gets every write (and a running resync the
      * rest): no new generation, as with DRBD
      */
-    drbd_uuid_promote(&u, s->cstate >= DRBD_CONN_STATE_CONNECTED, force,
+    drbd_uuid_promote(&u, s->conn.cstate >= DRBD_CONN_STATE_CONNECTED, force,
                       drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
     /* On disk before the first write as primary can be */
@@ -235,15 +235,15 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
                    "the peer's", name, DrbdDiskState_str(disk));
         return -EAGAIN;
     }
-    if (remote && s->peer_role == DRBD_ROLE_PRIMARY) {
+    if (remote && s->conn.peer_role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the peer is primary: demote it before "
                    "discarding its data", name);
         return -EBUSY;
     }
-    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-        s->cstate == DRBD_CONN_STATE_SYNC_TARGET ||
-        s->cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+        s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET ||
+        s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': a resync or a connection handshake is "
                    "running; try again when it is over", name);

@@ -48,16 +48,16 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
         } \
     } while (0)
     DRBD_SET(role, role);
-    DRBD_SET(cstate, cstate);
+    DRBD_SET(conn.cstate, cstate);
     DRBD_SET(disk, disk);
-    DRBD_SET(peer_role, peer_role);
-    DRBD_SET(peer_disk, peer_disk);
+    DRBD_SET(conn.peer_role, peer_role);
+    DRBD_SET(conn.peer_disk, peer_disk);
 #undef DRBD_SET
     r = s->role;
-    c = s->cstate;
+    c = s->conn.cstate;
     d = s->disk;
-    pr = s->peer_role;
-    pd = s->peer_disk;
+    pr = s->conn.peer_role;
+    pd = s->conn.peer_disk;
     qemu_mutex_unlock(&s->lock);
 
     if (!changed) {
@@ -80,34 +80,35 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     info->resource = g_strdup(s->resource);
     info->node_id = s->node_id;
     info->role = s->role;
-    info->peer_role = s->peer_role;
-    info->connection = s->cstate;
+    info->peer_role = s->conn.peer_role;
+    info->connection = s->conn.cstate;
     info->disk = s->disk;
-    info->peer_disk = s->peer_disk;
-    info->protocol = s->protocol - 'A';
+    info->peer_disk = s->conn.peer_disk;
+    info->protocol = s->conn.protocol - 'A';
 
-    c->ns = s->ns / KiB;
-    c->nr = s->nr / KiB;
+    c->ns = s->conn.ns / KiB;
+    c->nr = s->conn.nr / KiB;
     c->dw = s->dw / KiB;
     c->dr = s->dr / KiB;
     c->al = s->al_writes;
     c->bm = s->bm_writes;
     c->lo = s->lo;
-    c->pe = s->pe;
-    c->ua = s->ua;
+    c->pe = s->conn.pe;
+    c->ua = s->conn.ua;
     c->ap = s->ap;
-    c->ep = s->cur_epoch + 1 - s->barrier_acked_upto;
+    c->ep = s->conn.cur_epoch + 1 - s->conn.barrier_acked_upto;
     c->oos = hbitmap_count(s->oos) / KiB;
     info->counters = c;
 
-    if (s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-        s->cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+        s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET) {
         info->resync = g_new0(DrbdResyncInfo, 1);
-        info->resync->total = s->resync_total;
-        info->resync->done = s->cstate == DRBD_CONN_STATE_SYNC_SOURCE ?
-            s->resync_done :
-            s->resync_total - MIN(s->resync_total, hbitmap_count(s->oos));
-        info->resync->rate = s->resync_rate;
+        info->resync->total = s->conn.resync_total;
+        info->resync->done = s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ?
+            s->conn.resync_done :
+            s->conn.resync_total - MIN(s->conn.resync_total,
+                                       hbitmap_count(s->oos));
+        info->resync->rate = s->conn.resync_rate;
     }
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);

@@ -39,8 +39,9 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
     }
     if (actions & DRBD_RA_COMPLETE) {
         /* Writes after this one may depend on it: they need a new epoch */
-        if ((req->state & DRBD_RQ_NET_SENT) && req->epoch == s->cur_epoch) {
-            s->epoch_needs_barrier = true;
+        if ((req->state & DRBD_RQ_NET_SENT) &&
+            req->epoch == s->conn.cur_epoch) {
+            s->conn.epoch_needs_barrier = true;
         }
         if (req->waiter) {
             aio_co_wake(req->waiter);
@@ -55,7 +56,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
         if (req->in_tl) {
             QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
             req->in_tl = false;
-            s->pe--;
+            s->conn.pe--;
         }
         if (req->guest_gone) {
             drbd_req_free_locked(s, req);
@@ -86,16 +87,16 @@ int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
 {
     DrbdRequest *req, *next;
 
-    if ((int32_t)(epoch - s->barrier_acked_upto) < 0 ||
-        (int32_t)(epoch - s->cur_epoch) >= 0) {
-        if (s->barrier_acked_upto == s->cur_epoch) {
+    if ((int32_t)(epoch - s->conn.barrier_acked_upto) < 0 ||
+        (int32_t)(epoch - s->conn.cur_epoch) >= 0) {
+        if (s->conn.barrier_acked_upto == s->conn.cur_epoch) {
             error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but no "
                        "epoch waits for an ack", epoch);
         } else {
             error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but the "
                        "epochs waiting for an ack are %" PRIu32 " to %"
-                       PRIu32, epoch, s->barrier_acked_upto,
-                       s->cur_epoch - 1);
+                       PRIu32, epoch, s->conn.barrier_acked_upto,
+                       s->conn.cur_epoch - 1);
         }
         return -EPROTO;
     }
@@ -106,8 +107,8 @@ int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
             drbd_req_event_locked(s, req, DRBD_EV_BARRIER_ACK);
         }
     }
-    s->barrier_acked_upto = epoch + 1;
-    qemu_co_queue_restart_all(&s->barrier_waiters);
+    s->conn.barrier_acked_upto = epoch + 1;
+    qemu_co_queue_restart_all(&s->conn.barrier_waiters);
     return 0;
 }
 
@@ -119,9 +120,9 @@ void drbd_tl_connection_lost_locked(BDRVDrbdState *s)
         drbd_req_event_locked(s, req, DRBD_EV_CONNECTION_LOST);
     }
     /* Requests still in the log wait for their local write */
-    s->epoch_size = 0;
-    s->epoch_needs_barrier = false;
-    s->barrier_acked_upto = s->cur_epoch;
+    s->conn.epoch_size = 0;
+    s->conn.epoch_needs_barrier = false;
+    s->conn.barrier_acked_upto = s->conn.cur_epoch;
 }
 
 /* Close the current epoch with a barrier; the caller holds data_send_lock */
@@ -129,15 +130,15 @@ static void drbd_close_epoch_locked(BDRVDrbdState *s, GByteArray *pkt,
                                     bool flush)
 {
     DrbdBarrier b = {
-        .epoch = s->cur_epoch,
-        .set_size = s->epoch_size,
+        .epoch = s->conn.cur_epoch,
+        .set_size = s->conn.epoch_size,
         .flags = flush ? DRBD_BARRIER_FLUSH : 0,
     };
 
     drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER, &b);
-    s->cur_epoch++;
-    s->epoch_size = 0;
-    s->epoch_needs_barrier = false;
+    s->conn.cur_epoch++;
+    s->conn.epoch_size = 0;
+    s->conn.epoch_needs_barrier = false;
 }
 
 /*
@@ -163,12 +164,13 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     qemu_co_mutex_lock(&peer->data_send_lock);
     if (!peer->broken) {
         qemu_mutex_lock(&s->lock);
-        if (s->epoch_needs_barrier || s->epoch_size >= s->max_epoch_size) {
+        if (s->conn.epoch_needs_barrier ||
+            s->conn.epoch_size >= s->conn.max_epoch_size) {
             drbd_close_epoch_locked(s, pkt, false);
         }
-        req->epoch = s->cur_epoch;
-        p.epoch = s->cur_epoch;
-        s->epoch_size++;
+        req->epoch = s->conn.cur_epoch;
+        p.epoch = s->conn.cur_epoch;
+        s->conn.epoch_size++;
         /*
          * Handed over now, before the bytes go out: the peer's ack may be
          * processed in another thread before this coroutine runs again.
@@ -208,7 +210,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     if (ret < 0) {
         drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
     } else {
-        s->ns += cmd == DRBD_CMD_DATA ? req->bytes : 0;
+        s->conn.ns += cmd == DRBD_CMD_DATA ? req->bytes : 0;
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -237,7 +239,7 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     qemu_co_mutex_lock(&peer->data_send_lock);
     if (!peer->broken) {
         qemu_mutex_lock(&s->lock);
-        *epoch = s->cur_epoch;
+        *epoch = s->conn.cur_epoch;
         drbd_close_epoch_locked(s, pkt, flush);
         qemu_mutex_unlock(&s->lock);
         ret = drbd_write_packet(peer->data, pkt, &err);
