@@ -244,6 +244,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     g_autofree uint32_t *slots = g_new(uint32_t, s->md.al_extents);
     g_autofree DrbdAlTransaction *tr = g_new0(DrbdAlTransaction, 1);
     g_autofree uint8_t *buf = NULL;
+    const char *what = "activity log";
     unsigned n, i, nbm = 0;
     uint32_t start, size;
     int ret;
@@ -282,7 +283,9 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     if (ret == 0 && nbm) {
         ret = bdrv_flush(s->md_child->bs);
     }
-    if (ret == 0) {
+    if (ret < 0) {
+        what = "bitmap of an evicted extent";
+    } else {
         buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BLOCK_SIZE);
         drbd_al_tr_encode(tr, buf);
         ret = drbd_md_write_block(s, s->md.al_offset +
@@ -294,7 +297,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     qemu_mutex_lock(&s->lock);
     if (ret < 0) {
         drbd_al_cache_abort(s->al);
-        drbd_md_failed_locked(s, ret, "activity log");
+        drbd_md_failed_locked(s, ret, what);
     } else {
         drbd_al_cache_commit(s->al);
         s->al_tr_number = tr->tr_number;
