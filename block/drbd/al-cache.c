@@ -45,9 +45,13 @@ struct DrbdAlCache {
     uint32_t nr_empty;
     uint32_t nr_lru;
 
-    /* PENDING slots, in the order they were queued */
-    DrbdAlSlot *pending[DRBD_AL_CACHE_MAX_UPDATES];
+    /*
+     * PENDING slots, in the order they were queued: the first nr_in_tx
+     * are in the open transaction, the rest wait for the next one
+     */
+    DrbdAlSlot *pending[2 * DRBD_AL_CACHE_MAX_UPDATES];
     unsigned nr_pending;
+    unsigned nr_in_tx;
     bool in_transaction;
 
     uint32_t nr_hot;        /* IDLE and ACTIVE slots */
@@ -113,10 +117,16 @@ static DrbdAlSlot *take_victim(DrbdAlCache *c)
     return s;
 }
 
+/* Updates queued for the next transaction, not in the open one */
+static unsigned nr_queued(const DrbdAlCache *c)
+{
+    return c->nr_pending - c->nr_in_tx;
+}
+
 /* EMPTY or IDLE -> PENDING, to hold @next after the commit */
 static void queue_update(DrbdAlCache *c, DrbdAlSlot *s, uint32_t next)
 {
-    assert(c->nr_pending < DRBD_AL_CACHE_MAX_UPDATES);
+    assert(nr_queued(c) < DRBD_AL_CACHE_MAX_UPDATES);
     s->pending = true;
     s->next = next;
     c->pending[c->nr_pending++] = s;
@@ -235,8 +245,7 @@ static DrbdAlBeginResult begin(DrbdAlCache *c, uint32_t first, uint32_t last,
     }
 
     /* The idle hits leave the candidates before any victim is chosen */
-    if (cold && (c->in_transaction ||
-                 c->nr_pending + cold > DRBD_AL_CACHE_MAX_UPDATES ||
+    if (cold && (nr_queued(c) + cold > DRBD_AL_CACHE_MAX_UPDATES ||
                  c->nr_empty + c->nr_lru - idle_hits < cold)) {
         c->stats.busy++;
         return DRBD_AL_BUSY;
@@ -314,10 +323,7 @@ unsigned drbd_al_cache_evict_idle(DrbdAlCache *c)
     unsigned n = 0;
     DrbdAlSlot *s;
 
-    if (c->in_transaction) {
-        return 0;
-    }
-    while (c->nr_pending < DRBD_AL_CACHE_MAX_UPDATES &&
+    while (nr_queued(c) < DRBD_AL_CACHE_MAX_UPDATES &&
            (s = QTAILQ_FIRST(&c->lru))) {
         lru_remove(c, s);
         map_remove(c, s->extent);
@@ -330,13 +336,14 @@ unsigned drbd_al_cache_evict_idle(DrbdAlCache *c)
 
 unsigned drbd_al_cache_nr_pending(const DrbdAlCache *c)
 {
-    return c->nr_pending;
+    return nr_queued(c);
 }
 
 unsigned drbd_al_cache_prepare(DrbdAlCache *c,
                                DrbdAlCacheUpdate *updates)
 {
-    assert(!c->in_transaction);
+    assert(!c->in_transaction && c->nr_in_tx == 0);
+    assert(c->nr_pending <= DRBD_AL_CACHE_MAX_UPDATES);
     for (unsigned i = 0; i < c->nr_pending; i++) {
         DrbdAlSlot *s = c->pending[i];
 
@@ -347,6 +354,7 @@ unsigned drbd_al_cache_prepare(DrbdAlCache *c,
         };
     }
     c->in_transaction = c->nr_pending > 0;
+    c->nr_in_tx = c->nr_pending;
     return c->nr_pending;
 }
 
@@ -358,7 +366,7 @@ bool drbd_al_cache_in_transaction(const DrbdAlCache *c)
 void drbd_al_cache_commit(DrbdAlCache *c)
 {
     assert(c->in_transaction);
-    for (unsigned i = 0; i < c->nr_pending; i++) {
+    for (unsigned i = 0; i < c->nr_in_tx; i++) {
         DrbdAlSlot *s = c->pending[i];
 
         s->pending = false;
@@ -372,9 +380,13 @@ void drbd_al_cache_commit(DrbdAlCache *c)
             c->nr_hot++;                        /* PENDING -> ACTIVE */
         }
     }
-    c->stats.updates += c->nr_pending;
+    c->stats.updates += c->nr_in_tx;
     c->stats.transactions++;
-    c->nr_pending = 0;
+    /* What was queued meanwhile is the next transaction */
+    memmove(c->pending, c->pending + c->nr_in_tx,
+            nr_queued(c) * sizeof(c->pending[0]));
+    c->nr_pending -= c->nr_in_tx;
+    c->nr_in_tx = 0;
     c->in_transaction = false;
 }
 
@@ -385,9 +397,10 @@ void drbd_al_cache_abort(DrbdAlCache *c)
     assert(c->in_transaction);
 
     /*
-     * Two passes: an old extent may be the new extent of another slot of
-     * the same transaction, so every new one leaves the map before any
-     * old one comes back.
+     * The updates queued for the next transaction go too: one of them may
+     * have taken an extent that this transaction evicts.  Two passes: an
+     * old extent may be the new extent of another slot, so every new one
+     * leaves the map before any old one comes back.
      */
     for (i = 0; i < c->nr_pending; i++) {
         DrbdAlSlot *s = c->pending[i];
@@ -416,7 +429,23 @@ void drbd_al_cache_abort(DrbdAlCache *c)
         }
     }
     c->nr_pending = 0;
+    c->nr_in_tx = 0;
     c->in_transaction = false;
+}
+
+unsigned drbd_al_cache_next_victims(const DrbdAlCache *c, uint32_t *extents,
+                                    unsigned max)
+{
+    const DrbdAlSlot *s;
+    unsigned n = 0;
+
+    QTAILQ_FOREACH(s, &c->lru, link) {
+        if (n == max) {
+            break;
+        }
+        extents[n++] = s->extent;
+    }
+    return n;
 }
 
 void drbd_al_cache_slots(const DrbdAlCache *c, uint32_t *slots)
@@ -559,8 +588,13 @@ char *drbd_al_cache_check(const DrbdAlCache *c)
         return g_strdup_printf("%u pending slots, %u queued", nr_pending,
                                c->nr_pending);
     }
-    if (c->in_transaction && c->nr_pending == 0) {
-        return g_strdup("transaction open with nothing in it");
+    if (c->in_transaction != (c->nr_in_tx > 0) ||
+        c->nr_in_tx > c->nr_pending ||
+        c->nr_in_tx > DRBD_AL_CACHE_MAX_UPDATES ||
+        nr_queued(c) > DRBD_AL_CACHE_MAX_UPDATES) {
+        return g_strdup_printf("transaction %s with %u updates, %u queued",
+                               c->in_transaction ? "open" : "closed",
+                               c->nr_in_tx, nr_queued(c));
     }
     if (nr_mapped != g_hash_table_size(c->map)) {
         return g_strdup_printf("%" PRIu32 " extents mapped, %u expected",

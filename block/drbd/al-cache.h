@@ -30,7 +30,8 @@
  *   ACTIVE   committed extent E, nothing queued, refcount > 0.  E is hot;
  *            the slot cannot be evicted.
  *   PENDING  committed O (an extent or empty), queued to hold N (an
- *            extent, or empty for evict_idle).  N is "pending": begins of
+ *            extent, or empty for evict_idle), in the open transaction
+ *            or in the next one.  N is "pending": begins of
  *            N wait for the commit.  O is neither hot nor pending any
  *            more: a begin of O treats it as cold, and may queue it into
  *            another slot in the same transaction.  The refcount counts
@@ -60,11 +61,14 @@
  *
  * A begin that queues an update returns DRBD_AL_NEEDS_COMMIT; the updates
  * accumulate until the transaction writer calls drbd_al_cache_prepare(),
- * which hands them out and opens the transaction: from then until
- * drbd_al_cache_commit() or drbd_al_cache_abort() no further update is
- * queued (a begin that would need one gets DRBD_AL_BUSY), so that commit
- * and abort apply to exactly the updates that were written.  Hits on hot
- * extents and on the extents being written go on during the transaction.
+ * which hands them out and opens the transaction.  Begins go on queueing
+ * updates while it is written: they form the next transaction, so that
+ * however many writes wait, one transaction carries the extents of all
+ * that arrived while the previous one was on its way to disk (up to
+ * DRBD_AL_CACHE_MAX_UPDATES; a begin that would need more gets
+ * DRBD_AL_BUSY).  Commit applies exactly the updates that were handed
+ * out; abort (the metadata can't be written) drops the queued ones too.
+ * Hits on hot extents and on the extents being written go on all along.
  *
  * The writer, between prepare and commit: writes the bitmap part of every
  * update's old_extent (all of them, not only the one its own begin
@@ -103,8 +107,8 @@ typedef enum DrbdAlBeginResult {
     DRBD_AL_PENDING,
     /*
      * Nothing was changed: no slot can be taken now (every slot is in use
-     * or pending, DRBD_AL_CACHE_MAX_UPDATES updates are queued, or a
-     * transaction is being written).  Wait for an end or a commit and
+     * or pending, or DRBD_AL_CACHE_MAX_UPDATES updates are queued for the
+     * next transaction).  Wait for an end or a commit and
      * try again.
      */
     DRBD_AL_BUSY,
@@ -176,12 +180,12 @@ uint32_t drbd_al_cache_max_range(const DrbdAlCache *c);
 /*
  * Clean shutdown: queue the emptying of the least recently used IDLE
  * slots, as many as the next transaction has room for.  Returns how many
- * were queued (0 while a transaction is open).  Call it, prepare, write
+ * were queued.  Call it, prepare, write
  * and commit until it returns 0; then only ACTIVE slots remain hot.
  */
 unsigned drbd_al_cache_evict_idle(DrbdAlCache *c);
 
-/* Updates queued for the next transaction */
+/* Updates queued for the next transaction (not the open one) */
 unsigned drbd_al_cache_nr_pending(const DrbdAlCache *c);
 
 /*
@@ -198,12 +202,14 @@ bool drbd_al_cache_in_transaction(const DrbdAlCache *c);
 void drbd_al_cache_commit(DrbdAlCache *c);
 
 /*
- * The open transaction did not reach the disk: every slot goes back to
- * its old content, and the references that the begins of its new
- * extents took are dropped.  Those begins (NEEDS_COMMIT and PENDING)
- * fail: their callers must not call end for them.  A caller learns which
- * way its wait ended from drbd_al_cache_is_hot() of its extents, or from
- * the writer's own result.
+ * The open transaction did not reach the disk: every slot of it and of
+ * the next one goes back to its old content, and the references that the
+ * begins of their new extents took are dropped.  Those begins
+ * (NEEDS_COMMIT and PENDING) fail: their callers must not call end for
+ * them (a failed range keeps the references it took on extents that were
+ * hot: the metadata has failed for good).  A caller learns which way its
+ * wait ended from drbd_al_cache_is_hot() of its extents, or from the
+ * writer's own result.  The slots it empties become the first victims.
  */
 void drbd_al_cache_abort(DrbdAlCache *c);
 
@@ -213,6 +219,14 @@ void drbd_al_cache_abort(DrbdAlCache *c);
  * would resync.
  */
 void drbd_al_cache_slots(const DrbdAlCache *c, uint32_t *slots);
+
+/*
+ * The extents that the next cold begins would evict, first victim first:
+ * at most @max of them into @extents, returned how many (empty slots are
+ * taken before these, and evict nothing)
+ */
+unsigned drbd_al_cache_next_victims(const DrbdAlCache *c, uint32_t *extents,
+                                    unsigned max);
 
 /* Whether a begin of @extent would return HOT */
 bool drbd_al_cache_is_hot(const DrbdAlCache *c, uint32_t extent);

@@ -198,7 +198,7 @@ char *drbd_md_flags_str(uint64_t flags);
 
 #define DRBD_AL_MAX_UPDATES         64
 #define DRBD_AL_MAX_CONTEXT         888
-#define DRBD_AL_EXTENTS_DEFAULT     257
+#define DRBD_AL_EXTENTS_DEFAULT     1237
 #define DRBD_AL_EXTENTS_MIN         7
 /* Every DRBD_MD_AL_BLOCKS - 1 transactions carry all slots as context */
 #define DRBD_AL_EXTENTS_MAX \

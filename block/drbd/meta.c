@@ -30,10 +30,17 @@
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/guest-random.h"
+#include "qemu/memalign.h"
 #include "system/block-backend.h"
 #include "trace.h"
 
 #include "drbd-int.h"
+
+/*
+ * How many of the next eviction victims an AL transaction that writes
+ * bitmap blocks writes the blocks of, ahead of their eviction
+ */
+#define DRBD_AL_BM_AHEAD    DRBD_AL_CACHE_MAX_UPDATES
 
 /* Bytes of data one 4 KiB block of the on-disk bitmap covers */
 #define DRBD_BM_BLOCK_SPAN  ((uint64_t)DRBD_MD_BM_BLOCK_SIZE * 8 * \
@@ -56,17 +63,25 @@ static void drbd_bm_dirty_locked(BDRVDrbdState *s, uint64_t offset,
     bitmap_set(s->bm_dirty, first, last - first + 1);
 }
 
+/*
+ * Only a change dirties the on-disk bitmap: a write to a range already
+ * out of sync costs no bitmap write when its extent leaves the log
+ */
 void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes)
 {
-    hbitmap_set(s->oos, offset, bytes);
-    drbd_bm_dirty_locked(s, offset, bytes);
+    if (bytes && hbitmap_next_zero(s->oos, offset, bytes) >= 0) {
+        hbitmap_set(s->oos, offset, bytes);
+        drbd_bm_dirty_locked(s, offset, bytes);
+    }
 }
 
 void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
                            uint64_t bytes)
 {
-    hbitmap_reset(s->oos, offset, bytes);
-    drbd_bm_dirty_locked(s, offset, bytes);
+    if (bytes && hbitmap_next_dirty(s->oos, offset, bytes) >= 0) {
+        hbitmap_reset(s->oos, offset, bytes);
+        drbd_bm_dirty_locked(s, offset, bytes);
+    }
 }
 
 /*
@@ -183,6 +198,93 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
 }
 
 /*
+ * The bitmap blocks of the extents one AL transaction evicts, written in
+ * parallel: one coroutine each, all in the node's AioContext (the
+ * transaction writer's), which waits for the last.
+ */
+typedef struct DrbdBmBatch {
+    BDRVDrbdState *s;
+    Coroutine *waiter;      /* the transaction writer */
+    unsigned inflight;      /* the writer's own hold + running writes */
+    int ret;
+} DrbdBmBatch;
+
+typedef struct DrbdBmBlockWrite {
+    DrbdBmBatch *batch;
+    uint64_t block;
+    uint8_t *buf;           /* serialized by the writer, freed here */
+} DrbdBmBlockWrite;
+
+static void coroutine_fn drbd_bm_block_write_co(void *opaque)
+{
+    DrbdBmBlockWrite *w = opaque;
+    DrbdBmBatch *b = w->batch;
+    BDRVDrbdState *s = b->s;
+    int ret;
+
+    bdrv_graph_co_rdlock();
+    ret = drbd_md_write_block(s, s->md.bm_offset +
+                              w->block * DRBD_MD_BM_BLOCK_SIZE, w->buf, 0);
+    bdrv_graph_co_rdunlock();
+    qemu_mutex_lock(&s->lock);
+    if (ret < 0) {
+        set_bit(w->block, s->bm_dirty);
+        b->ret = ret;
+    } else {
+        s->bm_writes++;
+    }
+    qemu_mutex_unlock(&s->lock);
+    qemu_vfree(w->buf);
+    g_free(w);
+    if (--b->inflight == 0) {
+        aio_co_wake(b->waiter);
+    }
+}
+
+/*
+ * Write the changed bitmap blocks among @blocks (duplicates allowed), in
+ * parallel; not flushed.  Returns how many were written, or a negative
+ * errno.  Called without s->lock.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_bm_co_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
+{
+    DrbdBmBatch b = {
+        .s = s,
+        .waiter = qemu_coroutine_self(),
+        .inflight = 1,
+    };
+    int written = 0;
+
+    for (unsigned k = 0; k < n; k++) {
+        DrbdBmBlockWrite *w;
+
+        qemu_mutex_lock(&s->lock);
+        if (!test_bit(blocks[k], s->bm_dirty)) {
+            qemu_mutex_unlock(&s->lock);
+            continue;
+        }
+        w = g_new(DrbdBmBlockWrite, 1);
+        w->batch = &b;
+        w->block = blocks[k];
+        w->buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BM_BLOCK_SIZE);
+        drbd_bm_block_serialize_locked(s, blocks[k], w->buf);
+        clear_bit(blocks[k], s->bm_dirty);
+        qemu_mutex_unlock(&s->lock);
+
+        b.inflight++;
+        written++;
+        qemu_coroutine_enter(qemu_coroutine_create(drbd_bm_block_write_co,
+                                                   w));
+    }
+    if (--b.inflight > 0) {
+        qemu_coroutine_yield();
+    }
+    assert(b.inflight == 0);
+    return b.ret < 0 ? b.ret : written;
+}
+
+/*
  * Write the superblock as the node is now, durably.  Writers from the
  * main loop and from coroutines may overlap: a writer whose snapshot
  * lands after a newer one writes again, so that the last write to land
@@ -240,7 +342,8 @@ static int coroutine_fn GRAPH_RDLOCK
 drbd_al_write_transaction_locked(BDRVDrbdState *s)
 {
     DrbdAlCacheUpdate upd[DRBD_AL_CACHE_MAX_UPDATES];
-    uint64_t bm_blocks[DRBD_AL_CACHE_MAX_UPDATES];
+    uint64_t bm_blocks[DRBD_AL_CACHE_MAX_UPDATES + DRBD_AL_BM_AHEAD];
+    uint32_t victims[DRBD_AL_BM_AHEAD];
     g_autofree uint32_t *slots = g_new(uint32_t, s->md.al_extents);
     g_autofree DrbdAlTransaction *tr = g_new0(DrbdAlTransaction, 1);
     g_autofree uint8_t *buf = NULL;
@@ -269,6 +372,20 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
                                DRBD_AL_EXTENT_SIZE / DRBD_BM_BLOCK_SPAN;
         }
     }
+    /*
+     * While writing bitmap blocks anyway, write those of the next victims
+     * too: when their turn comes, their blocks are likely clean, and that
+     * transaction needs neither a bitmap write nor a flush before it
+     */
+    if (nbm) {
+        unsigned nv = drbd_al_cache_next_victims(s->al, victims,
+                                                 DRBD_AL_BM_AHEAD);
+
+        for (i = 0; i < nv; i++) {
+            bm_blocks[nbm++] = (uint64_t)victims[i] * DRBD_AL_EXTENT_SIZE /
+                               DRBD_BM_BLOCK_SPAN;
+        }
+    }
     drbd_al_next_context(tr->tr_number, s->md.al_extents, s->md.al_blocks,
                          &start, &size);
     tr->context_start = start;
@@ -279,9 +396,12 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     qemu_mutex_unlock(&s->lock);
 
     /* The evicted extents' bitmap first, then the transaction */
-    ret = drbd_bm_write_blocks(s, bm_blocks, nbm);
-    if (ret == 0 && nbm) {
-        ret = bdrv_flush(s->md_child->bs);
+    ret = drbd_bm_co_write_blocks(s, bm_blocks, nbm);
+    if (ret > 0) {
+        nbm = ret;
+        ret = bdrv_co_flush(s->md_child->bs);
+    } else {
+        nbm = 0;
     }
     if (ret < 0) {
         what = "bitmap of an evicted extent";

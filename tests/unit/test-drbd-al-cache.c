@@ -78,6 +78,26 @@ static void commit(DrbdAlCache *c, unsigned n)
     assert_consistent(c);
 }
 
+/* Open a transaction of exactly @n updates: nothing is left queued */
+static void open_tx(DrbdAlCache *c, DrbdAlCacheUpdate *u, unsigned n)
+{
+    g_assert_false(drbd_al_cache_in_transaction(c));
+    g_assert_cmpuint(drbd_al_cache_prepare(c, u), ==, n);
+    g_assert_cmpint(drbd_al_cache_in_transaction(c), ==, n > 0);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 0);
+    assert_consistent(c);
+}
+
+/* Commit the open transaction; @queued updates wait for the next one */
+static void commit_open(DrbdAlCache *c, unsigned queued)
+{
+    g_assert_true(drbd_al_cache_in_transaction(c));
+    drbd_al_cache_commit(c);
+    g_assert_false(drbd_al_cache_in_transaction(c));
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, queued);
+    assert_consistent(c);
+}
+
 /* Begin and end @extent: it becomes the most recently used */
 static void touch(DrbdAlCache *c, uint32_t extent)
 {
@@ -374,7 +394,7 @@ static void test_busy_max_updates(void)
     for (e = 0; e < DRBD_AL_CACHE_MAX_UPDATES; e++) {
         begin(c, e, DRBD_AL_NEEDS_COMMIT, NONE);
     }
-    /* 36 slots are free, but the transaction is full */
+    /* 36 slots are free, but the next transaction is full */
     begin(c, e, DRBD_AL_BUSY, NONE);
     g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 64);
     g_assert_false(drbd_al_cache_is_pending(c, e));
@@ -396,36 +416,465 @@ static void test_busy_max_updates(void)
     drbd_al_cache_free(c);
 }
 
-static void test_busy_during_transaction(void)
+/*
+ * While a transaction is being written, begins go on: hits and waits as
+ * ever, and a cold extent is queued for the next transaction, not for the
+ * one being written.  BUSY still means that no slot is left.
+ */
+static void test_begin_during_transaction(void)
 {
     const uint32_t slots[3] = { 0, 1, NONE };
+    const uint32_t first[3] = { 0, 1, 5 };
+    const uint32_t second[3] = { 4, 6, 5 };
     DrbdAlCache *c = new_loaded(3, slots);
     DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+    DrbdAlCacheStats st;
     Snapshot snap;
 
     begin(c, 5, DRBD_AL_NEEDS_COMMIT, NONE);
-    g_assert_cmpuint(drbd_al_cache_prepare(c, u), ==, 1);
+    open_tx(c, u, 1);
     assert_update(&u[0], 2, NONE, 5);
 
-    /* no update may join the transaction being written */
-    snapshot(c, &snap);
-    begin(c, 6, DRBD_AL_BUSY, NONE);
-    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 0);
-    assert_unchanged(c, &snap);
-    /* but hits and waits go on */
+    /* hits and waits go on */
     begin(c, 0, DRBD_AL_HOT, NONE);
     begin(c, 5, DRBD_AL_PENDING, NONE);
     g_assert_cmpint(drbd_al_cache_begin_range(c, 0, 1), ==, DRBD_AL_HOT);
-    g_assert_cmpint(drbd_al_cache_begin_range(c, 4, 5), ==, DRBD_AL_BUSY);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 0);
     drbd_al_cache_end(c, 0);
-    drbd_al_cache_end_range(c, 0, 1);
+    drbd_al_cache_end_range(c, 0, 1);       /* LRU: 0, 1 */
     assert_consistent(c);
 
-    drbd_al_cache_commit(c);
+    /* cold extents are queued for the next transaction */
+    g_assert_cmpint(drbd_al_cache_begin_range(c, 4, 5), ==,
+                    DRBD_AL_NEEDS_COMMIT);
     assert_consistent(c);
-    g_assert_cmpuint(drbd_al_cache_refcount(c, 5), ==, 2);
-    begin(c, 6, DRBD_AL_NEEDS_COMMIT, 0);
+    g_assert_true(drbd_al_cache_in_transaction(c));
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 1);
+    g_assert_true(drbd_al_cache_is_pending(c, 4));
+    g_assert_false(drbd_al_cache_is_hot(c, 0));
+    begin(c, 6, DRBD_AL_NEEDS_COMMIT, 1);
+    begin(c, 4, DRBD_AL_PENDING, NONE);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 2);
+    assert_slots(c, slots);
+
+    /* every slot is taken now: that is still BUSY */
+    snapshot(c, &snap);
+    begin(c, 7, DRBD_AL_BUSY, NONE);
+    g_assert_cmpint(drbd_al_cache_begin_range(c, 6, 7), ==, DRBD_AL_BUSY);
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 0);
+    assert_unchanged(c, &snap);
+
+    /* the commit applies the update that was written, and only that */
+    commit_open(c, 2);
+    assert_slots(c, first);
+    g_assert_true(drbd_al_cache_is_hot(c, 5));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 5), ==, 3);
+    g_assert_true(drbd_al_cache_is_pending(c, 4));
+    g_assert_true(drbd_al_cache_is_pending(c, 6));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 4), ==, 2);
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 6), ==, 1);
+    g_assert_false(drbd_al_cache_is_hot(c, 0));
+    g_assert_false(drbd_al_cache_is_hot(c, 1));
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 1);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 3);
+    drbd_al_cache_stats(c, &st);
+    g_assert_cmpuint(st.transactions, ==, 1);
+    g_assert_cmpuint(st.updates, ==, 1);
+    g_assert_cmpuint(st.misses, ==, 3);
+    g_assert_cmpuint(st.waits, ==, 3);
+    g_assert_cmpuint(st.hits, ==, 3);
+    g_assert_cmpuint(st.busy, ==, 2);
+
+    /* the queued updates are the next transaction */
+    open_tx(c, u, 2);
+    assert_update(&u[0], 0, 0, 4);
+    assert_update(&u[1], 1, 1, 6);
+    commit_open(c, 0);
+    assert_slots(c, second);
+    drbd_al_cache_end_range(c, 4, 5);
+    drbd_al_cache_end(c, 4);
+    drbd_al_cache_end(c, 5);
+    drbd_al_cache_end(c, 5);
+    drbd_al_cache_end(c, 6);
+    assert_consistent(c);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 0);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 3);
+    drbd_al_cache_free(c);
+}
+
+/*
+ * What is queued while a transaction is open goes into the next prepare,
+ * not into the commit of the open one; more may join it until then.
+ */
+static void test_next_transaction(void)
+{
+    const uint32_t slots[4] = { 100, 101, NONE, NONE };
+    const uint32_t first[4] = { NONE, NONE, 10, NONE };
+    const uint32_t second[4] = { NONE, 12, 10, 11 };
+    DrbdAlCache *c = new_loaded(4, slots);
+    DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+    DrbdAlCacheStats st;
+
+    begin(c, 10, DRBD_AL_NEEDS_COMMIT, NONE);   /* slot 2 */
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 2);
+    open_tx(c, u, 3);
+    assert_update(&u[0], 2, NONE, 10);
+    assert_update(&u[1], 0, 100, NONE);
+    assert_update(&u[2], 1, 101, NONE);
+
+    begin(c, 11, DRBD_AL_NEEDS_COMMIT, NONE);   /* slot 3, next one */
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 1);
+    begin(c, 12, DRBD_AL_BUSY, NONE);
+    begin(c, 10, DRBD_AL_PENDING, NONE);
+    begin(c, 11, DRBD_AL_PENDING, NONE);
+
+    commit_open(c, 1);
+    assert_slots(c, first);
+    g_assert_true(drbd_al_cache_is_hot(c, 10));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 10), ==, 2);
+    g_assert_true(drbd_al_cache_is_pending(c, 11));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 11), ==, 2);
+    g_assert_false(drbd_al_cache_is_hot(c, 100));
+    g_assert_false(drbd_al_cache_is_hot(c, 101));
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 1);
+    drbd_al_cache_stats(c, &st);
+    g_assert_cmpuint(st.transactions, ==, 1);
+    g_assert_cmpuint(st.updates, ==, 3);
+
+    /* the slot the commit emptied last joins the queued update */
+    begin(c, 12, DRBD_AL_NEEDS_COMMIT, NONE);   /* slot 1 */
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 2);
+    open_tx(c, u, 2);
+    assert_update(&u[0], 3, NONE, 11);
+    assert_update(&u[1], 1, NONE, 12);
+    begin(c, 13, DRBD_AL_NEEDS_COMMIT, NONE);   /* slot 0, next one */
+    commit_open(c, 1);
+    assert_slots(c, second);
+    g_assert_true(drbd_al_cache_is_hot(c, 11));
+    g_assert_true(drbd_al_cache_is_hot(c, 12));
+    g_assert_true(drbd_al_cache_is_pending(c, 13));
+    drbd_al_cache_stats(c, &st);
+    g_assert_cmpuint(st.transactions, ==, 2);
+    g_assert_cmpuint(st.updates, ==, 5);
+
+    open_tx(c, u, 1);
+    assert_update(&u[0], 0, NONE, 13);
+    commit_open(c, 0);
+    /* nothing queued: nothing to open */
+    open_tx(c, u, 0);
+    drbd_al_cache_stats(c, &st);
+    g_assert_cmpuint(st.transactions, ==, 3);
+    g_assert_cmpuint(st.updates, ==, 6);
+    for (uint32_t e = 10; e <= 13; e++) {
+        drbd_al_cache_end(c, e);
+    }
+    drbd_al_cache_end(c, 10);
+    drbd_al_cache_end(c, 11);
+    assert_consistent(c);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 0);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 4);
+    drbd_al_cache_free(c);
+}
+
+/*
+ * The open transaction evicts 0; a begin of 0 while it is written finds
+ * 0 cold and queues it into another slot for the next transaction.
+ */
+static void test_evicted_rebegun_during_transaction(void)
+{
+    const uint32_t slots[3] = { 0, 1, 2 };
+    const uint32_t first[3] = { 10, 1, 2 };
+    const uint32_t second[3] = { 10, 0, 1 };
+    DrbdAlCache *c = new_loaded(3, slots);
+    DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+
+    begin(c, 10, DRBD_AL_NEEDS_COMMIT, 0);      /* slot 0: 0 -> 10 */
+    open_tx(c, u, 1);
+    assert_update(&u[0], 0, 0, 10);
+    g_assert_false(drbd_al_cache_is_hot(c, 0));
+
+    begin(c, 0, DRBD_AL_NEEDS_COMMIT, 1);       /* slot 1: 1 -> 0 */
+    g_assert_true(drbd_al_cache_is_pending(c, 0));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 0), ==, 1);
+    /* and the extent the next one evicts, in the same next one */
+    begin(c, 1, DRBD_AL_NEEDS_COMMIT, 2);       /* slot 2: 2 -> 1 */
+    begin(c, 0, DRBD_AL_PENDING, NONE);
+    begin(c, 2, DRBD_AL_BUSY, NONE);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 2);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 0);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 3);
+    /* the on-disk log still holds 0 in slot 0 */
+    assert_slots(c, slots);
+
+    commit_open(c, 2);
+    assert_slots(c, first);
+    g_assert_true(drbd_al_cache_is_hot(c, 10));
+    g_assert_false(drbd_al_cache_is_hot(c, 0));
+    g_assert_true(drbd_al_cache_is_pending(c, 0));
+    g_assert_true(drbd_al_cache_is_pending(c, 1));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 0), ==, 2);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 1);
+
+    open_tx(c, u, 2);
+    assert_update(&u[0], 1, 1, 0);
+    assert_update(&u[1], 2, 2, 1);
+    commit_open(c, 0);
+    assert_slots(c, second);
+    g_assert_true(drbd_al_cache_is_hot(c, 0));
+    g_assert_true(drbd_al_cache_is_hot(c, 1));
+    g_assert_false(drbd_al_cache_is_hot(c, 2));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 0), ==, 2);
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 1), ==, 1);
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 10), ==, 1);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 3);
+    drbd_al_cache_end(c, 0);
+    drbd_al_cache_end(c, 0);
+    drbd_al_cache_end(c, 1);
+    drbd_al_cache_end(c, 10);
+    assert_consistent(c);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 0);
+    drbd_al_cache_free(c);
+}
+
+/*
+ * An abort while the next transaction is queued reverts both: every slot
+ * holds what it held, every queued reference is dropped, and the slots
+ * are taken again in the order they were taken.
+ */
+static void test_abort_with_next_transaction(void)
+{
+    const uint32_t slots[6] = { 0, 1, 2, 3, 4, NONE };
+    DrbdAlCache *c = new_loaded(6, slots);
+    DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+    DrbdAlCacheStats st;
+
+    touch(c, 0);                                /* LRU: 1, 2, 3, 4, 0 */
+    begin(c, 3, DRBD_AL_HOT, NONE);             /* a write in flight */
+    begin(c, 10, DRBD_AL_NEEDS_COMMIT, NONE);   /* slot 5 */
+    begin(c, 11, DRBD_AL_NEEDS_COMMIT, 1);      /* slot 1 */
+    open_tx(c, u, 2);
+    assert_update(&u[0], 5, NONE, 10);
+    assert_update(&u[1], 1, 1, 11);
+
+    /* the next transaction: 1 again, then the idle ones go */
+    begin(c, 1, DRBD_AL_NEEDS_COMMIT, 2);       /* slot 2: 2 -> 1 */
+    begin(c, 1, DRBD_AL_PENDING, NONE);
+    begin(c, 10, DRBD_AL_PENDING, NONE);
+    g_assert_cmpint(drbd_al_cache_begin_range(c, 10, 11), ==,
+                    DRBD_AL_PENDING);
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 2);   /* 4, 0 */
+    assert_consistent(c);
+    begin(c, 12, DRBD_AL_BUSY, NONE);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 3);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 1);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 4);
+
+    drbd_al_cache_abort(c);
+    assert_consistent(c);
+    g_assert_false(drbd_al_cache_in_transaction(c));
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 0);
+    assert_slots(c, slots);
+    for (uint32_t e = 0; e <= 4; e++) {
+        g_assert_true(drbd_al_cache_is_hot(c, e));
+        g_assert_false(drbd_al_cache_is_pending(c, e));
+        g_assert_cmpuint(drbd_al_cache_refcount(c, e), ==, e == 3);
+    }
+    for (uint32_t e = 10; e <= 12; e++) {
+        g_assert_false(drbd_al_cache_is_hot(c, e));
+        g_assert_false(drbd_al_cache_is_pending(c, e));
+        g_assert_cmpuint(drbd_al_cache_refcount(c, e), ==, 0);
+    }
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 5);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 1);
+    drbd_al_cache_stats(c, &st);
+    g_assert_cmpuint(st.transactions, ==, 0);
+    g_assert_cmpuint(st.updates, ==, 0);
+
+    /* the retry takes the same slots in the same order */
+    begin(c, 20, DRBD_AL_NEEDS_COMMIT, NONE);
+    begin(c, 21, DRBD_AL_NEEDS_COMMIT, 1);
+    begin(c, 22, DRBD_AL_NEEDS_COMMIT, 2);
+    begin(c, 23, DRBD_AL_NEEDS_COMMIT, 4);
+    begin(c, 24, DRBD_AL_NEEDS_COMMIT, 0);
+    begin(c, 25, DRBD_AL_BUSY, NONE);
+    open_tx(c, u, 5);
+    assert_update(&u[0], 5, NONE, 20);
+    assert_update(&u[1], 1, 1, 21);
+    assert_update(&u[2], 2, 2, 22);
+    assert_update(&u[3], 4, 4, 23);
+    assert_update(&u[4], 0, 0, 24);
+    commit_open(c, 0);
+    drbd_al_cache_end_range(c, 20, 24);
+    drbd_al_cache_end(c, 3);
+    assert_consistent(c);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 0);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 6);
+    drbd_al_cache_free(c);
+}
+
+/*
+ * The limit is on the next transaction: with one transaction of
+ * DRBD_AL_CACHE_MAX_UPDATES open, as many more may be queued, and no
+ * more until the queued ones are handed out.
+ */
+static void test_busy_next_full(void)
+{
+    const uint32_t n = 200, max = DRBD_AL_CACHE_MAX_UPDATES;
+    g_autofree uint32_t *slots = g_new(uint32_t, n);
+    DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+    DrbdAlCacheStats st;
+    DrbdAlCache *c;
+    uint32_t e;
+
+    for (uint32_t i = 0; i < n; i++) {
+        slots[i] = i < 10 ? 1000 + i : NONE;
+    }
+    c = new_loaded(n, slots);
+    for (e = 0; e < max; e++) {
+        begin(c, e, DRBD_AL_NEEDS_COMMIT, NONE);
+    }
+    open_tx(c, u, max);
+    for (; e < 2 * max; e++) {
+        begin(c, e, DRBD_AL_NEEDS_COMMIT, NONE);
+        g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, e - max + 1);
+    }
+
+    /* 62 slots are empty and 10 idle, but the next transaction is full */
+    begin(c, e, DRBD_AL_BUSY, NONE);
+    g_assert_cmpint(drbd_al_cache_begin_range(c, e, e + 1), ==,
+                    DRBD_AL_BUSY);
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 0);
+    assert_consistent(c);
+    g_assert_false(drbd_al_cache_is_pending(c, e));
+    g_assert_cmpuint(drbd_al_cache_refcount(c, e), ==, 0);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, max);
+    g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, 2 * max);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 10);
+    /* hits and waits need no room, in either transaction */
+    begin(c, 1000, DRBD_AL_HOT, NONE);
+    begin(c, 5, DRBD_AL_PENDING, NONE);
+    begin(c, max + 5, DRBD_AL_PENDING, NONE);
+
+    /* the commit leaves the next transaction as full as it was */
+    commit_open(c, max);
+    begin(c, e, DRBD_AL_BUSY, NONE);
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 0);
+
+    /* handed out, it makes room */
+    open_tx(c, u, max);
+    for (uint32_t i = 0; i < max; i++) {
+        assert_update(&u[i], 10 + max + i, NONE, max + i);
+    }
+    begin(c, e, DRBD_AL_NEEDS_COMMIT, NONE);
+    commit_open(c, 1);
     commit(c, 1);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 10 + 2 * max + 1);
+    g_assert_cmpuint(drbd_al_cache_refcount(c, 5), ==, 2);
+    g_assert_cmpuint(drbd_al_cache_refcount(c, max + 5), ==, 2);
+    drbd_al_cache_stats(c, &st);
+    g_assert_cmpuint(st.busy, ==, 3);
+    g_assert_cmpuint(st.transactions, ==, 3);
+    g_assert_cmpuint(st.updates, ==, 2 * max + 1);
+    drbd_al_cache_free(c);
+}
+
+/*
+ * evict_idle while a transaction is open queues into the next one, as
+ * far as it has room, and leaves the open one alone.
+ */
+static void test_evict_idle_during_transaction(void)
+{
+    const uint32_t n = 100;
+    g_autofree uint32_t *slots = g_new(uint32_t, n);
+    g_autofree uint32_t *after = g_new(uint32_t, n);
+    DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+    DrbdAlCache *c;
+    uint32_t i, k;
+
+    for (i = 0; i < n; i++) {
+        slots[i] = 1000 + i;
+    }
+    c = new_loaded(n, slots);
+    for (uint32_t e = 1; e <= 5; e++) {
+        begin(c, e, DRBD_AL_NEEDS_COMMIT, 999 + e);     /* slots 0..4 */
+    }
+    open_tx(c, u, 5);
+
+    /* writes in flight on three extents, one cold begin */
+    begin(c, 1010, DRBD_AL_HOT, NONE);
+    begin(c, 1020, DRBD_AL_HOT, NONE);
+    begin(c, 1030, DRBD_AL_HOT, NONE);
+    begin(c, 7, DRBD_AL_NEEDS_COMMIT, 1005);            /* slot 5 */
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 63);
+    assert_consistent(c);
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 0);
+    g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, 64);
+    g_assert_false(drbd_al_cache_is_hot(c, 1006));
+    g_assert_false(drbd_al_cache_is_pending(c, 1006));
+    for (uint32_t e = 1; e <= 5; e++) {
+        g_assert_true(drbd_al_cache_is_pending(c, e));
+    }
+    assert_slots(c, slots);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 100 - 5 - 64);
+
+    /* the commit applies the five, not the evictions */
+    commit_open(c, 64);
+    for (i = 0; i < n; i++) {
+        after[i] = i < 5 ? i + 1 : 1000 + i;
+    }
+    assert_slots(c, after);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 100 - 64);
+
+    open_tx(c, u, 64);
+    assert_update(&u[0], 5, 1005, 7);
+    k = 1;
+    for (i = 6; k < 64; i++) {
+        if (i % 10 == 0 && i <= 30) {
+            continue;
+        }
+        assert_update(&u[k], i, 1000 + i, NONE);
+        after[i] = NONE;
+        k++;
+    }
+    after[5] = 7;
+    g_assert_cmpuint(i, ==, 72);
+
+    /* 1..5 go idle while it is written: they go after 72..99 */
+    for (uint32_t e = 1; e <= 5; e++) {
+        drbd_al_cache_end(c, e);
+    }
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 28 + 5);
+    g_assert_true(drbd_al_cache_is_pending(c, 7));
+    commit_open(c, 33);
+    assert_slots(c, after);
+    g_assert_true(drbd_al_cache_is_hot(c, 7));
+
+    open_tx(c, u, 33);
+    for (k = 0; k < 28; k++) {
+        assert_update(&u[k], 72 + k, 1072 + k, NONE);
+    }
+    for (k = 0; k < 5; k++) {
+        assert_update(&u[28 + k], k, k + 1, NONE);
+    }
+    commit_open(c, 0);
+    for (i = 0; i < n; i++) {
+        after[i] = NONE;
+    }
+    after[5] = 7;
+    after[10] = 1010;
+    after[20] = 1020;
+    after[30] = 1030;
+    assert_slots(c, after);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 4);
+
+    /* the writes end: the log empties */
+    drbd_al_cache_end(c, 7);
+    drbd_al_cache_end(c, 1010);
+    drbd_al_cache_end(c, 1020);
+    drbd_al_cache_end(c, 1030);
+    g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, 4);
+    commit(c, 4);
+    g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, 0);
     drbd_al_cache_free(c);
 }
 
@@ -838,10 +1287,19 @@ static void test_end_pending_asserts(void)
  * states the policy in the most direct way, run side by side with the
  * cache.
  *
+ * Two batches of updates: the open transaction (tx, handed out by
+ * prepare) and the next one (queue, what begins and evict_idle add
+ * meanwhile, at most DRBD_AL_CACHE_MAX_UPDATES).  Commit applies tx and
+ * keeps queue; abort reverts both.
+ *
  * LRU order: a slot that becomes IDLE gets a new stamp; the victim is the
- * IDLE slot with the smallest stamp.  Among EMPTY slots the one that
- * became empty last goes first (slot 0 first initially).  A slot keeps
- * its stamp while PENDING, so that an abort puts it back in its place.
+ * IDLE slot with the smallest stamp.  A slot keeps its stamp while
+ * PENDING, so that an abort puts it back in its place: all that an abort
+ * reverts was taken since the previous abort, the least recently used
+ * first, so it is older than every IDLE slot.  Among EMPTY slots the one
+ * that became empty last goes first (slot 0 first initially); an abort
+ * empties its slots again, the first queued last, so that they are taken
+ * again in the order they were.
  */
 typedef struct Model {
     uint32_t n;
@@ -851,19 +1309,26 @@ typedef struct Model {
     uint32_t *refcnt;
     uint64_t *stamp;
     uint64_t clock;
-    uint32_t queue[DRBD_AL_CACHE_MAX_UPDATES];
+    uint32_t tx[DRBD_AL_CACHE_MAX_UPDATES];     /* the open transaction */
+    unsigned nr_tx;
+    uint32_t queue[DRBD_AL_CACHE_MAX_UPDATES];  /* the next one */
     unsigned nr_queued;
-    bool in_transaction;
     GArray *held;           /* extents of committed begins, not ended */
     GArray *waiting;        /* extents of begins waiting for a commit */
 } Model;
 
 typedef struct Coverage {
     unsigned results[DRBD_AL_BUSY + 1];
-    unsigned busy_full;     /* BUSY because the transaction was full */
+    unsigned busy_full;     /* BUSY because the next batch was full */
     unsigned busy_slots;    /* BUSY because every slot was taken */
     unsigned evicted;       /* NEEDS_COMMIT that evicted an extent */
     unsigned aborts, commits, evict_idle, old_recalled;
+    unsigned queued_in_tx;  /* extents queued while a transaction was open */
+    unsigned busy_full_in_tx;   /* busy_full while a transaction was open */
+    unsigned evict_idle_in_tx;  /* evict_idle while one was open */
+    unsigned commits_next;  /* commits with a next batch queued */
+    unsigned aborts_next;   /* aborts with a next batch queued */
+    unsigned old_requeued;  /* NEEDS_COMMIT of an extent tx evicts */
 } Coverage;
 
 static void model_init(Model *m, uint32_t n)
@@ -880,8 +1345,8 @@ static void model_init(Model *m, uint32_t n)
         m->stamp[i] = n - i;
     }
     m->clock = n;
+    m->nr_tx = 0;
     m->nr_queued = 0;
-    m->in_transaction = false;
     m->held = g_array_new(false, false, sizeof(uint32_t));
     m->waiting = g_array_new(false, false, sizeof(uint32_t));
 }
@@ -903,6 +1368,18 @@ static int model_find(const Model *m, uint32_t e)
     for (uint32_t i = 0; i < m->n; i++) {
         if (m->pending[i] ? m->next[i] == e : m->extent[i] == e) {
             return i;
+        }
+    }
+    return -1;
+}
+
+/* The slot of @batch (@nr of them) whose committed extent is @e, or -1 */
+static int model_old_in(const Model *m, const uint32_t *batch, unsigned nr,
+                        uint32_t e)
+{
+    for (unsigned k = 0; k < nr; k++) {
+        if (m->extent[batch[k]] == e) {
+            return batch[k];
         }
     }
     return -1;
@@ -937,9 +1414,11 @@ static int model_victim(const Model *m, uint32_t first, uint32_t last)
     return best;
 }
 
+/* Queue slot @i, to hold @next, for the next transaction */
 static void model_queue(Model *m, uint32_t i, uint32_t next)
 {
     g_assert_cmpuint(m->nr_queued, <, DRBD_AL_CACHE_MAX_UPDATES);
+    g_assert_false(m->pending[i]);
     m->pending[i] = true;
     m->next[i] = next;
     m->queue[m->nr_queued++] = i;
@@ -969,17 +1448,17 @@ static DrbdAlBeginResult model_begin(Model *m, uint32_t first, uint32_t last,
         }
     }
     if (cold) {
-        if (m->in_transaction) {
-            return DRBD_AL_BUSY;
-        }
+        /* an open transaction is no reason: only the next batch counts */
         if (m->nr_queued + cold > DRBD_AL_CACHE_MAX_UPDATES) {
             cov->busy_full++;
+            cov->busy_full_in_tx += m->nr_tx > 0;
             return DRBD_AL_BUSY;
         }
         if (idle_slots < cold) {
             cov->busy_slots++;
             return DRBD_AL_BUSY;
         }
+        cov->queued_in_tx += m->nr_tx > 0;
     }
     for (e = first; e <= last; e++) {
         int i = model_find(m, e);
@@ -1025,13 +1504,11 @@ static void model_end(Model *m, guint idx)
     }
 }
 
+/* Open transaction or not, the next batch takes the LRU IDLE slots */
 static unsigned model_evict_idle(Model *m)
 {
     unsigned k = 0;
 
-    if (m->in_transaction) {
-        return 0;
-    }
     while (m->nr_queued < DRBD_AL_CACHE_MAX_UPDATES) {
         int best = -1;
 
@@ -1050,43 +1527,83 @@ static unsigned model_evict_idle(Model *m)
     return k;
 }
 
+/* The next batch becomes the open transaction */
+static unsigned model_prepare(Model *m)
+{
+    g_assert_cmpuint(m->nr_tx, ==, 0);
+    memcpy(m->tx, m->queue, m->nr_queued * sizeof(m->queue[0]));
+    m->nr_tx = m->nr_queued;
+    m->nr_queued = 0;
+    return m->nr_tx;
+}
+
+/* The open transaction is applied; the next batch stays queued */
 static void model_commit(Model *m)
 {
-    for (unsigned k = 0; k < m->nr_queued; k++) {
-        uint32_t i = m->queue[k];
+    guint k;
 
+    g_assert_cmpuint(m->nr_tx, >, 0);
+    for (k = 0; k < m->nr_tx; k++) {
+        uint32_t i = m->tx[k];
+
+        g_assert_true(m->pending[i]);
         m->pending[i] = false;
         m->extent[i] = m->next[i];
         m->next[i] = NONE;
         if (m->extent[i] == NONE) {
+            g_assert_cmpuint(m->refcnt[i], ==, 0);
             m->stamp[i] = ++m->clock;
+        } else {
+            g_assert_cmpuint(m->refcnt[i], >, 0);
         }
     }
-    g_array_append_vals(m->held, m->waiting->data, m->waiting->len);
-    g_array_set_size(m->waiting, 0);
-    m->nr_queued = 0;
-    m->in_transaction = false;
+    m->nr_tx = 0;
+    /* the waiters on what is hot now may go; those on the next wait */
+    for (k = 0; k < m->waiting->len;) {
+        uint32_t e = g_array_index(m->waiting, uint32_t, k);
+        int i = model_find(m, e);
+
+        g_assert_cmpint(i, >=, 0);
+        if (m->pending[i]) {
+            k++;
+        } else {
+            g_array_append_val(m->held, e);
+            g_array_remove_index_fast(m->waiting, k);
+        }
+    }
 }
 
+static void model_revert(Model *m, uint32_t i)
+{
+    g_assert_true(m->pending[i]);
+    m->pending[i] = false;
+    m->next[i] = NONE;
+    m->refcnt[i] = 0;
+    if (m->extent[i] == NONE) {
+        m->stamp[i] = ++m->clock;
+    }
+}
+
+/* Both batches are reverted, the last queued first; every waiter fails */
 static void model_abort(Model *m)
 {
-    for (unsigned k = 0; k < m->nr_queued; k++) {
-        uint32_t i = m->queue[k];
-
-        m->pending[i] = false;
-        m->next[i] = NONE;
-        m->refcnt[i] = 0;
+    g_assert_cmpuint(m->nr_tx, >, 0);
+    for (unsigned k = m->nr_queued; k-- > 0;) {
+        model_revert(m, m->queue[k]);
+    }
+    for (unsigned k = m->nr_tx; k-- > 0;) {
+        model_revert(m, m->tx[k]);
     }
     g_array_set_size(m->waiting, 0);
+    m->nr_tx = 0;
     m->nr_queued = 0;
-    m->in_transaction = false;
 }
 
 /* Everything the cache shows must be what the model says */
 static void compare(const DrbdAlCache *c, const Model *m, uint32_t universe)
 {
     g_autofree uint32_t *slots = g_new(uint32_t, m->n);
-    uint32_t nr_hot = 0, nr_in_use = 0;
+    uint32_t nr_hot = 0, nr_in_use = 0, nr_pending = 0;
 
     assert_consistent(c);
     drbd_al_cache_slots(c, slots);
@@ -1094,6 +1611,7 @@ static void compare(const DrbdAlCache *c, const Model *m, uint32_t universe)
         g_assert_cmpuint(slots[i], ==, m->extent[i]);
         nr_hot += !m->pending[i] && m->extent[i] != NONE;
         nr_in_use += m->refcnt[i] > 0;
+        nr_pending += m->pending[i];
         /* no extent in two slots, in either view */
         for (uint32_t j = i + 1; j < m->n; j++) {
             g_assert_true(m->extent[i] == NONE ||
@@ -1105,11 +1623,13 @@ static void compare(const DrbdAlCache *c, const Model *m, uint32_t universe)
             g_assert_cmpint(model_find(m, m->extent[i]), ==, i);
         }
     }
+    /* every pending slot is in exactly one of the two batches */
+    g_assert_cmpuint(nr_pending, ==, m->nr_tx + m->nr_queued);
     g_assert_cmpuint(drbd_al_cache_nr_hot(c), ==, nr_hot);
     g_assert_cmpuint(nr_hot, <=, m->n);
     g_assert_cmpuint(drbd_al_cache_nr_in_use(c), ==, nr_in_use);
     g_assert_cmpuint(drbd_al_cache_nr_pending(c), ==, m->nr_queued);
-    g_assert_cmpint(drbd_al_cache_in_transaction(c), ==, m->in_transaction);
+    g_assert_cmpint(drbd_al_cache_in_transaction(c), ==, m->nr_tx > 0);
     for (uint32_t e = 0; e < universe; e++) {
         int i = model_find(m, e);
 
@@ -1132,6 +1652,21 @@ static void compare(const DrbdAlCache *c, const Model *m, uint32_t universe)
     }
 }
 
+/* prepare on both sides: the updates handed out are the model's batch */
+static void prepare_both(DrbdAlCache *c, Model *m)
+{
+    DrbdAlCacheUpdate u[DRBD_AL_CACHE_MAX_UPDATES];
+    unsigned k = drbd_al_cache_prepare(c, u);
+
+    g_assert_cmpuint(k, ==, m->nr_queued);
+    for (unsigned j = 0; j < k; j++) {
+        uint32_t i = m->queue[j];
+
+        assert_update(&u[j], i, m->extent[i], m->next[i]);
+    }
+    g_assert_cmpuint(model_prepare(m), ==, k);
+}
+
 static void random_run(uint32_t n, unsigned steps, int commit_permille,
                        Coverage *cov)
 {
@@ -1149,22 +1684,25 @@ static void random_run(uint32_t n, unsigned steps, int commit_permille,
             uint32_t e = g_test_rand_int_range(0, universe);
             uint32_t ev, want_ev;
             DrbdAlBeginResult want, got;
-            int old = -1;
+            int old_tx = model_old_in(&m, m.tx, m.nr_tx, e);
+            int old_next = model_old_in(&m, m.queue, m.nr_queued, e);
 
-            for (unsigned k = 0; k < m.nr_queued; k++) {
-                if (m.extent[m.queue[k]] == e) {
-                    old = m.queue[k];
-                }
-            }
             want = model_begin(&m, e, e, &want_ev, cov);
             got = drbd_al_cache_begin(c, e, &ev);
             g_assert_cmpint(got, ==, want);
             g_assert_cmpuint(ev, ==, want_ev);
             cov->results[got]++;
-            if (old >= 0) {
+            if (old_tx >= 0 || old_next >= 0) {
                 /* the extent a queued update evicts is not hot */
                 g_assert_cmpint(got, !=, DRBD_AL_HOT);
                 cov->old_recalled++;
+            }
+            if (old_tx >= 0 && got == DRBD_AL_NEEDS_COMMIT) {
+                /* it went into another slot, for the next transaction */
+                g_assert_cmpint(model_find(&m, e), !=, old_tx);
+                g_assert_cmpuint(m.queue[m.nr_queued - 1], ==,
+                                 model_find(&m, e));
+                cov->old_requeued++;
             }
         } else if (op < 500) {
             uint32_t len = g_test_rand_int_range(1, MIN(n, 4) + 1);
@@ -1185,45 +1723,48 @@ static void random_run(uint32_t n, unsigned steps, int commit_permille,
                 drbd_al_cache_end(c, e);
             }
         } else if (op < 900 + commit_permille) {
-            if (m.in_transaction) {
+            if (m.nr_tx) {
+                bool next = m.nr_queued > 0;
+
                 if (g_test_rand_int_range(0, 8) == 0) {
                     model_abort(&m);
                     drbd_al_cache_abort(c);
                     cov->aborts++;
+                    cov->aborts_next += next;
                 } else {
                     model_commit(&m);
                     drbd_al_cache_commit(c);
                     cov->commits++;
+                    cov->commits_next += next;
                 }
             } else {
-                unsigned k = drbd_al_cache_prepare(c, u);
-
-                g_assert_cmpuint(k, ==, m.nr_queued);
-                for (unsigned j = 0; j < k; j++) {
-                    uint32_t i = m.queue[j];
-
-                    assert_update(&u[j], i, m.extent[i], m.next[i]);
-                }
-                m.in_transaction = k > 0;
+                prepare_both(c, &m);
             }
         } else if (op < 905 + commit_permille) {
             unsigned k = model_evict_idle(&m);
 
             g_assert_cmpuint(drbd_al_cache_evict_idle(c), ==, k);
             cov->evict_idle += k;
+            if (m.nr_tx) {
+                cov->evict_idle_in_tx += k;
+            }
         }
         compare(c, &m, universe);
     }
 
-    /* drain: every write ends, every transaction commits */
-    if (m.in_transaction) {
+    /* drain: every transaction commits, every write ends */
+    if (m.nr_tx) {
+        model_commit(&m);
+        drbd_al_cache_commit(c);
+        compare(c, &m, universe);
+    }
+    prepare_both(c, &m);
+    if (m.nr_tx) {
         model_commit(&m);
         drbd_al_cache_commit(c);
     }
-    if (drbd_al_cache_prepare(c, u)) {
-        model_commit(&m);
-        drbd_al_cache_commit(c);
-    }
+    compare(c, &m, universe);
+    g_assert_cmpuint(m.waiting->len, ==, 0);
     while (m.held->len) {
         uint32_t e = g_array_index(m.held, uint32_t, 0);
 
@@ -1252,6 +1793,8 @@ static void test_random(void)
         random_run(sizes[i], 10000, 90, &cov);
         random_run(sizes[i], 10000, 5, &cov);
     }
+    /* transactions long enough for the next batch to fill up */
+    random_run(200, 10000, 2, &cov);
     g_test_message("hot %u needs-commit %u pending %u busy %u "
                    "(full %u, no slot %u), evicted %u, commits %u, "
                    "aborts %u, evict_idle %u, old extent recalled %u",
@@ -1260,6 +1803,12 @@ static void test_random(void)
                    cov.results[DRBD_AL_PENDING], cov.results[DRBD_AL_BUSY],
                    cov.busy_full, cov.busy_slots, cov.evicted, cov.commits,
                    cov.aborts, cov.evict_idle, cov.old_recalled);
+    g_test_message("while a transaction was open: queued %u, busy full "
+                   "%u, evict_idle %u, old extent requeued %u; with a "
+                   "next batch: commits %u, aborts %u",
+                   cov.queued_in_tx, cov.busy_full_in_tx,
+                   cov.evict_idle_in_tx, cov.old_requeued,
+                   cov.commits_next, cov.aborts_next);
     /* the run went through every path */
     for (int r = 0; r <= DRBD_AL_BUSY; r++) {
         g_assert_cmpuint(cov.results[r], >, 0);
@@ -1271,6 +1820,12 @@ static void test_random(void)
     g_assert_cmpuint(cov.commits, >, 0);
     g_assert_cmpuint(cov.evict_idle, >, 0);
     g_assert_cmpuint(cov.old_recalled, >, 0);
+    g_assert_cmpuint(cov.queued_in_tx, >, 0);
+    g_assert_cmpuint(cov.busy_full_in_tx, >, 0);
+    g_assert_cmpuint(cov.evict_idle_in_tx, >, 0);
+    g_assert_cmpuint(cov.old_requeued, >, 0);
+    g_assert_cmpuint(cov.commits_next, >, 0);
+    g_assert_cmpuint(cov.aborts_next, >, 0);
 }
 
 int main(int argc, char **argv)
@@ -1288,8 +1843,17 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-al-cache/busy/all-in-use", test_busy_all_in_use);
     g_test_add_func("/drbd-al-cache/busy/max-updates",
                     test_busy_max_updates);
-    g_test_add_func("/drbd-al-cache/busy/during-transaction",
-                    test_busy_during_transaction);
+    g_test_add_func("/drbd-al-cache/busy/next-full", test_busy_next_full);
+    g_test_add_func("/drbd-al-cache/next-tx/begins-go-on",
+                    test_begin_during_transaction);
+    g_test_add_func("/drbd-al-cache/next-tx/queued-for-next",
+                    test_next_transaction);
+    g_test_add_func("/drbd-al-cache/next-tx/evicted-rebegun",
+                    test_evicted_rebegun_during_transaction);
+    g_test_add_func("/drbd-al-cache/next-tx/abort-restores",
+                    test_abort_with_next_transaction);
+    g_test_add_func("/drbd-al-cache/next-tx/evict-idle",
+                    test_evict_idle_during_transaction);
     g_test_add_func("/drbd-al-cache/pending-second-begin",
                     test_pending_second_begin);
     g_test_add_func("/drbd-al-cache/abort-restores", test_abort_restores);

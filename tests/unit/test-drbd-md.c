@@ -756,7 +756,7 @@ static void test_al_extents_valid(void)
     g_assert_cmpint(drbd_al_extents_valid(7, &error_abort), ==, 0);
     g_assert_cmpint(drbd_al_extents_valid(257, &error_abort), ==, 0);
     g_assert_cmpint(drbd_al_extents_valid(6216, &error_abort), ==, 0);
-    g_assert_cmpint(DRBD_AL_EXTENTS_DEFAULT, ==, 257);
+    g_assert_cmpint(DRBD_AL_EXTENTS_DEFAULT, ==, 1237);
     assert_failed_with(drbd_al_extents_valid(0, &err), &err,
                        "al-extents must be between 7 and 6216, not 0");
     assert_failed_with(drbd_al_extents_valid(6, &err), &err,
