@@ -230,6 +230,7 @@ DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
     qemu_co_mutex_init(&peer->data_send_lock);
     qemu_co_mutex_init(&peer->meta_send_lock);
     QLIST_INIT(&peer->apply_reqs);
+    peer->order = drbd_order_new();
     return peer;
 }
 
@@ -238,6 +239,7 @@ void drbd_peer_free(DrbdPeer *peer)
     object_unref(OBJECT(peer->data));
     object_unref(OBJECT(peer->meta));
     g_free(peer->data_rx.data);
+    drbd_order_free(peer->order);
     g_free(peer->meta_rx.data);
     g_free(peer->broken_reason);
     g_free(peer);

@@ -263,6 +263,9 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
                    peer->decision == DRBD_SYNC_FULL_SOURCE ||
                    s->role == DRBD_ROLE_PRIMARY);
     s->conn.peer = peer;
+    s->conn.seq_gen++;
+    s->conn.tx_seq = 0;
+    s->conn.done_seq = 0;
     g_clear_pointer(&s->last_error, g_free);
     if (s->closing) {
         qemu_mutex_unlock(&s->lock);

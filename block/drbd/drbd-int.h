@@ -23,6 +23,7 @@
 
 #include "al-cache.h"
 #include "md-format.h"
+#include "order.h"
 #include "req.h"
 #include "rle.h"
 #include "uuid.h"
@@ -48,6 +49,13 @@ typedef struct DrbdRequest {
     int64_t offset;
     int64_t bytes;
     uint32_t epoch;
+    /*
+     * Under s->lock: its number on the connection it was sent on, and
+     * the newest write the guest had seen complete when it was issued
+     * (on the connection of @dep_gen); see order.h
+     */
+    uint64_t seq, seq_gen;
+    uint64_t dep, dep_gen;
     unsigned state;             /* DRBD_RQ_* (req.h), under s->lock */
     Coroutine *waiter;          /* the guest's coroutine, while it waits */
     bool in_tl;                 /* in the transfer log */
@@ -130,10 +138,8 @@ typedef struct DrbdPeer {
      * run in one context: the receiver's, which may move only between
      * packets)
      */
-    unsigned epoch_writes_inflight;
-    unsigned epoch_writes;      /* of the current epoch, arrived */
-    bool barrier_pending;       /* an epoch is closed, its writes running */
-    DrbdBarrier pending_barrier;
+    DrbdOrder *order;           /* guest writes and epochs (order.h) */
+    bool acking;                /* a coroutine is acking barriers */
     unsigned resync_inflight;
     Coroutine *epoch_waiter;
     BlockReqList apply_reqs;
@@ -181,6 +187,14 @@ typedef struct DrbdConnection {
     uint32_t epoch_size;        /* writes sent in cur_epoch */
     bool epoch_needs_barrier;   /* a write of cur_epoch has completed */
     uint32_t barrier_acked_upto; /* epochs before this one are acked */
+    /*
+     * The guest writes sent on the established connection are numbered
+     * 1, 2, ... (order.h); @seq_gen tells one connection's numbers from
+     * another's
+     */
+    uint64_t seq_gen;
+    uint64_t tx_seq;            /* the number of the newest one sent */
+    uint64_t done_seq;          /* the newest one completed to the guest */
     CoQueue barrier_waiters;    /* flushes waiting for a barrier ack */
 
     /* The resync with this peer (resync.c, peer.c) */

@@ -495,6 +495,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     /* The peer, or a bit in the bitmap, in one go: see drbd_peer_run() */
     peer = drbd_peer_get_locked(s);
     req->id = ++s->next_req_id;
+    req->dep = s->conn.done_seq;
+    req->dep_gen = s->conn.seq_gen;
     s->ap++;
     if (peer) {
         drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);

@@ -1,10 +1,11 @@
 /*
  * DRBD-style replication: the receiving side
  *
- * A secondary applies what its primary sends, in the order it arrives:
- * writes of one epoch may run in parallel, but a write that overlaps one
- * still running waits for it, and a barrier waits for every write of its
- * epoch (and flushes the disk when asked) before the next epoch starts.
+ * A secondary applies what its primary sends, in the order it arrives,
+ * as far as order matters: a guest write starts once every write it
+ * depends on is done (order.h), a write that overlaps one still running
+ * waits for it, and a barrier is acked, in epoch order, once every write
+ * of its epoch is done (and the disk flushed when it asks for that).
  * Acks go back on the meta channel as the protocol asks: RECV_ACK on
  * receipt (B), WRITE_ACK once on disk (C, or FUA), NEG_ACK on failure.
  *
@@ -26,6 +27,7 @@ typedef struct DrbdApply {
     DrbdDataPacket p;
     uint8_t *buf;               /* the received payload, freed at the end */
     BlockReq req;               /* in peer->apply_reqs while running */
+    DrbdOrderWrite *ow;         /* guest writes: its place in the order */
 } DrbdApply;
 
 /*
@@ -43,52 +45,52 @@ static void drbd_wake_epoch_waiter(DrbdPeer *peer)
     }
 }
 
-/* Wait until the closed epoch, if there is one, is done */
-static void coroutine_fn drbd_wait_barrier(DrbdPeer *peer)
-{
-    while (peer->barrier_pending) {
-        peer->epoch_waiter = qemu_coroutine_self();
-        qemu_coroutine_yield();
-        peer->epoch_waiter = NULL;
-    }
-}
-
 /*
- * The closed epoch's writes are all done: flush the disk if the barrier
- * asked for it, let the next epoch start, and add the barrier's ack to
- * @acks, for the caller to send with its own.  @counted: the caller's
- * I/O is counted in flight already (a write completing the epoch).
+ * Ack every closed epoch whose writes are all done, oldest first:
+ * flush the disk first where the barrier asks for it, and add the acks
+ * to @acks, for the caller to send with its own.  One coroutine at a
+ * time: one that finds another flushing leaves the rest to it, which
+ * looks again after its flush.  @counted: the caller's I/O is counted in
+ * flight already (a write that completed an epoch).
  */
-static void coroutine_fn drbd_complete_barrier(DrbdPeer *peer,
-                                               GByteArray *acks,
-                                               bool counted)
+static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
+                                           bool counted)
 {
     BDRVDrbdState *s = peer->s;
-    DrbdBarrier ack = peer->pending_barrier;
-    int ret = 0;
+    DrbdBarrier ack;
 
-    if (ack.flags & DRBD_BARRIER_FLUSH) {
-        ret = counted ? 0 : drbd_co_io_begin(s);
-        if (ret == 0) {
-            bdrv_graph_co_rdlock();
-            ret = bdrv_co_flush(s->bs->file->bs);
-            bdrv_graph_co_rdunlock();
-            if (!counted) {
-                drbd_io_end(s);
-            }
-        }
-    }
-    trace_drbd_barrier(s->bs, ack.epoch, ack.set_size, ack.flags, ret);
-    ack.flags = 0;
-    peer->barrier_pending = false;
-    drbd_wake_epoch_waiter(peer);
-    if (ret < 0) {
-        /* The epoch is not stable: no ack, the primary will resync it */
-        drbd_peer_fail(peer, "flushing epoch %" PRIu32 " failed: %s",
-                       ack.epoch, strerror(-ret));
+    if (peer->acking) {
         return;
     }
-    drbd_wire_put_barrier(acks, DRBD_CMD_BARRIER_ACK, &ack);
+    peer->acking = true;
+    while (drbd_order_next_ack(peer->order, &ack)) {
+        int ret = 0;
+
+        if (ack.flags & DRBD_BARRIER_FLUSH) {
+            ret = counted ? 0 : drbd_co_io_begin(s);
+            if (ret == 0) {
+                bdrv_graph_co_rdlock();
+                ret = bdrv_co_flush(s->bs->file->bs);
+                bdrv_graph_co_rdunlock();
+                if (!counted) {
+                    drbd_io_end(s);
+                }
+            }
+            /* The writes after this barrier may start now */
+            drbd_order_flushed(peer->order);
+            drbd_wake_epoch_waiter(peer);
+        }
+        trace_drbd_barrier(s->bs, ack.epoch, ack.set_size, ack.flags, ret);
+        if (ret < 0) {
+            /* The epoch is not stable: no ack, the primary will resync it */
+            drbd_peer_fail(peer, "flushing epoch %" PRIu32 " failed: %s",
+                           ack.epoch, strerror(-ret));
+            break;
+        }
+        ack.flags = 0;
+        drbd_wire_put_barrier(acks, DRBD_CMD_BARRIER_ACK, &ack);
+    }
+    peer->acking = false;
 }
 
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
@@ -150,10 +152,9 @@ static void coroutine_fn drbd_apply_co(void *opaque)
 
     reqlist_remove_req(&a->req);
     if (a->cmd != DRBD_CMD_RS_DATA) {
-        assert(peer->epoch_writes_inflight > 0);
-        if (--peer->epoch_writes_inflight == 0 && peer->barrier_pending) {
-            drbd_complete_barrier(peer, acks, true);
-        }
+        drbd_order_done(peer->order, a->ow);
+        drbd_wake_epoch_waiter(peer);
+        drbd_ack_barriers(peer, acks, true);
     } else if (--peer->resync_inflight == 0) {
         drbd_wake_epoch_waiter(peer);
     }
@@ -207,6 +208,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     BDRVDrbdState *s = peer->s;
     DrbdApply *a;
     DrbdRole role, peer_role;
+    uint64_t dep = 0;
 
     qemu_mutex_lock(&s->lock);
     role = s->role;
@@ -256,6 +258,12 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         peer->resync_persisted = true;
     }
 
+    if (cmd != DRBD_CMD_RS_DATA &&
+        drbd_order_arrive(peer->order, p->unordered, &dep, errp) < 0) {
+        g_free(buf);
+        return -EPROTO;
+    }
+
     qemu_mutex_lock(&s->lock);
     s->conn.ua++;
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
@@ -270,11 +278,15 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     }
 
     /*
-     * Keep the arrival order of overlapping writes, and start no write of
-     * a new epoch before the previous one is done
+     * Start no guest write before the writes it depends on are done, and
+     * keep the arrival order of overlapping writes
      */
     if (cmd != DRBD_CMD_RS_DATA) {
-        drbd_wait_barrier(peer);
+        while (!drbd_order_may_start(peer->order, dep)) {
+            peer->epoch_waiter = qemu_coroutine_self();
+            qemu_coroutine_yield();
+            peer->epoch_waiter = NULL;
+        }
     }
     reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
     /* Counted in flight until drbd_apply_co() ends; not while drained */
@@ -296,8 +308,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     if (cmd == DRBD_CMD_RS_DATA) {
         peer->resync_inflight++;
     } else {
-        peer->epoch_writes_inflight++;
-        peer->epoch_writes++;
+        a->ow = drbd_order_start(peer->order);
     }
     /*
      * Start the write now rather than when the receiver next waits for
@@ -312,30 +323,26 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 
 /*
  * A barrier closes an epoch.  Its writes may still be running: the
- * receiver goes on reading, and the next epoch's writes wait until the
- * last of them completes the barrier.
+ * receiver goes on reading, and the last of them to complete acks it
+ * (after the acks of every earlier epoch).
  */
 int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
                                    Error **errp)
 {
-    drbd_wait_barrier(peer);
+    g_autoptr(GByteArray) acks = g_byte_array_new();
 
-    if (b->set_size != peer->epoch_writes) {
-        error_setg(errp, "BARRIER for epoch %" PRIu32 " counts %" PRIu32
-                   " writes, %u arrived", b->epoch, b->set_size,
-                   peer->epoch_writes);
+    /* A primary far ahead of our disk waits, rather than our memory grow */
+    while (drbd_order_closed_epochs(peer->order) >= DRBD_ORDER_MAX_EPOCHS) {
+        peer->epoch_waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        peer->epoch_waiter = NULL;
+    }
+    if (drbd_order_barrier(peer->order, b, errp) < 0) {
         return -EPROTO;
     }
-    peer->epoch_writes = 0;
-    peer->pending_barrier = *b;
-    peer->barrier_pending = true;
-    if (peer->epoch_writes_inflight == 0) {
-        g_autoptr(GByteArray) acks = g_byte_array_new();
-
-        drbd_complete_barrier(peer, acks, false);
-        if (acks->len) {
-            drbd_send_meta(peer, acks);
-        }
+    drbd_ack_barriers(peer, acks, false);
+    if (acks->len) {
+        drbd_send_meta(peer, acks);
     }
     return 0;
 }

@@ -43,6 +43,11 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
             req->epoch == s->conn.cur_epoch) {
             s->conn.epoch_needs_barrier = true;
         }
+        /* ... and they are ordered after it on the peer's disk */
+        if ((req->state & DRBD_RQ_NET_SENT) &&
+            req->seq_gen == s->conn.seq_gen) {
+            s->conn.done_seq = MAX(s->conn.done_seq, req->seq);
+        }
         if (req->waiter) {
             aio_co_wake(req->waiter);
             req->waiter = NULL;
@@ -171,6 +176,17 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
         req->epoch = s->conn.cur_epoch;
         p.epoch = s->conn.cur_epoch;
         s->conn.epoch_size++;
+        req->seq = ++s->conn.tx_seq;
+        req->seq_gen = s->conn.seq_gen;
+        /*
+         * The writes sent since the newest one the guest had seen
+         * complete when it issued this one do not go before it on the
+         * peer's disk; a write issued on an earlier connection depends on
+         * all that were sent before it (conservative, and rare)
+         */
+        if (req->dep_gen == s->conn.seq_gen && req->dep < req->seq) {
+            p.unordered = MIN(req->seq - 1 - req->dep, UINT32_MAX);
+        }
         /*
          * Handed over now, before the bytes go out: the peer's ack may be
          * processed in another thread before this coroutine runs again.

@@ -62,7 +62,7 @@
 #define DATA_EPOCH              16
 #define DATA_FLAGS              20
 #define DATA_BYTES              24
-#define DATA_PAD                28
+#define DATA_UNORDERED          28
 #define DATA_SIZE               DRBD_WIRE_DATA_FIXED_SIZE
 #define DATA_MIN_SIZE           (DATA_SIZE + DRBD_WIRE_ALIGN)
 #define DATA_MAX_SIZE           (DATA_SIZE + DRBD_WIRE_MAX_DATA)
@@ -87,7 +87,7 @@
 #define HDR_LENGTH              8
 
 QEMU_BUILD_BUG_ON(HDR_LENGTH + 4 != DRBD_WIRE_HEADER_SIZE);
-QEMU_BUILD_BUG_ON(DATA_PAD + 4 != DATA_SIZE);
+QEMU_BUILD_BUG_ON(DATA_UNORDERED + 4 != DATA_SIZE);
 QEMU_BUILD_BUG_ON(DATA_MAX_SIZE > DRBD_WIRE_MAX_PAYLOAD);
 QEMU_BUILD_BUG_ON(HELLO_MAX_SIZE > DRBD_WIRE_MAX_PAYLOAD);
 QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_DATA % DRBD_WIRE_ALIGN != 0);
@@ -256,7 +256,7 @@ static void put_request(GByteArray *out, uint16_t cmd, uint32_t length,
     stl_be_p(q + DATA_EPOCH, p->epoch);
     stl_be_p(q + DATA_FLAGS, p->flags);
     stl_be_p(q + DATA_BYTES, p->bytes);
-    stl_be_p(q + DATA_PAD, 0);
+    stl_be_p(q + DATA_UNORDERED, p->unordered);
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -650,7 +650,6 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
     const char *name = drbd_cmd_name(cmd);
     bool has_data = is_data_cmd(cmd);
     DrbdDataPacket req;
-    uint32_t pad;
 
     if (check_cmd("DATA, ZEROES, DISCARD or RS_DATA", cmd,
                   is_request_cmd(cmd), errp) < 0) {
@@ -667,11 +666,13 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
     req.epoch = ldl_be_p(buf + DATA_EPOCH);
     req.flags = ldl_be_p(buf + DATA_FLAGS);
     req.bytes = ldl_be_p(buf + DATA_BYTES);
-    pad = ldl_be_p(buf + DATA_PAD);
+    req.unordered = ldl_be_p(buf + DATA_UNORDERED);
     req.data = has_data ? buf + DATA_SIZE : NULL;
 
-    if (pad) {
-        error_setg(errp, "%s packet: padding is not zero", name);
+    if (cmd == DRBD_CMD_RS_DATA && req.unordered) {
+        error_setg(errp, "%s packet: resync data is not a guest write, "
+                   "but claims %" PRIu32 " unordered writes", name,
+                   req.unordered);
         return -EINVAL;
     }
     if (req.flags & ~DRBD_DP_ALL) {

@@ -22,8 +22,12 @@
 #define DRBD_WIRE_HEADER_SIZE   12
 
 /* Versions this implementation speaks; the handshake agrees on one. */
-#define DRBD_PROTO_VERSION_MIN  1
-#define DRBD_PROTO_VERSION_MAX  1
+/*
+ * Version 2: DATA, ZEROES and DISCARD say which earlier writes they do
+ * not depend on (DrbdDataPacket.unordered); version 1 had zero padding.
+ */
+#define DRBD_PROTO_VERSION_MIN  2
+#define DRBD_PROTO_VERSION_MAX  2
 
 /* The largest payload of any packet: a data packet of 1 MiB plus header */
 #define DRBD_WIRE_MAX_DATA      (1 * MiB)
@@ -145,6 +149,12 @@ typedef struct DrbdDataPacket {
     uint32_t epoch;         /* the epoch the write belongs to */
     uint32_t flags;         /* DRBD_DP_* */
     uint32_t bytes;
+    /*
+     * Guest writes: how many of the guest writes sent just before this
+     * one the guest had not seen complete when it issued it (order.h);
+     * RS_DATA: 0
+     */
+    uint32_t unordered;
     const uint8_t *data;    /* DATA and RS_DATA only, else NULL */
 } DrbdDataPacket;
 

@@ -28,7 +28,7 @@
 #define DATA_OFFSET     0
 #define DATA_FLAGS      20
 #define DATA_BYTES      24
-#define DATA_PAD        28
+#define DATA_UNORDERED  28
 #define DATA_SIZE       32
 #define ACK_OFFSET      0
 #define ACK_BYTES       16
@@ -116,6 +116,8 @@ static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
         .epoch = 42,
         .flags = flags,
         .bytes = bytes,
+        /* resync data must say 0; guest writes round-trip any value */
+        .unordered = cmd == DRBD_CMD_RS_DATA ? 0 : 31,
     };
 
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
@@ -510,6 +512,8 @@ static void test_round_trip_data(void)
         g_assert_cmpuint(out.offset, ==, cases[i].offset);
         g_assert_cmpuint(out.id, ==, 0x0123456789abcdefULL);
         g_assert_cmpuint(out.epoch, ==, 42);
+        g_assert_cmpuint(out.unordered, ==,
+                         cmd == DRBD_CMD_RS_DATA ? 0 : 31);
         g_assert_cmpuint(out.flags, ==, cases[i].flags);
         g_assert_cmpuint(out.bytes, ==, cases[i].bytes);
         if (has_data) {
@@ -878,11 +882,24 @@ static void test_data_invalid(void)
                                            &error_abort), ==, 0);
         g_assert_cmpuint(p.flags, ==, DRBD_DP_FUA | DRBD_DP_MAY_UNMAP);
 
-        /* Non-zero padding */
+        /*
+         * How many writes before it a guest write does not depend on: any
+         * value decodes (the receiver's order checks it against what
+         * arrived); resync data is no guest write and must say 0
+         */
         memcpy(buf, payload, len);
-        stl_be_p(buf + DATA_PAD, 1);
-        assert_failed(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p, &err),
-                      &err);
+        stl_be_p(buf + DATA_UNORDERED, 0xfffffffe);
+        if (cmd == DRBD_CMD_RS_DATA) {
+            assert_failed_with(drbd_wire_get_data(cmd, buf, len, DISK_SIZE,
+                                                  &p, &err), &err,
+                               "RS_DATA packet: resync data is not a guest "
+                               "write, but claims 4294967294 unordered "
+                               "writes");
+        } else {
+            g_assert_cmpint(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p,
+                                               &error_abort), ==, 0);
+            g_assert_cmpuint(p.unordered, ==, 0xfffffffe);
+        }
 
         /* Beyond the device, up to overflowing */
         memcpy(buf, payload, len);
