@@ -222,8 +222,8 @@ char *drbd_order_check(const DrbdOrder *o)
         bool last = !QTAILQ_NEXT(e, next);
 
         if (e->closed == last) {
-            return g_strdup_printf("epoch %s %s", last ? "open" : "closed",
-                                   last ? "is closed" : "is open");
+            return g_strdup(last ? "the newest epoch is closed"
+                                 : "an epoch before the newest is open");
         }
         if (e->inflight > e->arrived) {
             return g_strdup_printf("epoch with %" PRIu32 " writes in "
