@@ -57,6 +57,7 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
                                            bool counted)
 {
     BDRVDrbdState *s = peer->s;
+    bool failed = false, popped = false;
     DrbdBarrier ack;
 
     if (peer->acking) {
@@ -66,7 +67,8 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
     while (drbd_order_next_ack(peer->order, &ack)) {
         int ret = 0;
 
-        if (ack.flags & DRBD_BARRIER_FLUSH) {
+        popped = true;
+        if ((ack.flags & DRBD_BARRIER_FLUSH) && !failed) {
             ret = counted ? 0 : drbd_co_io_begin(s);
             if (ret == 0) {
                 bdrv_graph_co_rdlock();
@@ -76,6 +78,8 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
                     drbd_io_end(s);
                 }
             }
+        }
+        if (ack.flags & DRBD_BARRIER_FLUSH) {
             /* The writes after this barrier may start now */
             drbd_order_flushed(peer->order);
             drbd_wake_epoch_waiter(peer);
@@ -85,12 +89,23 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
             /* The epoch is not stable: no ack, the primary will resync it */
             drbd_peer_fail(peer, "flushing epoch %" PRIu32 " failed: %s",
                            ack.epoch, strerror(-ret));
-            break;
+            failed = true;
+        }
+        if (failed) {
+            /*
+             * Nothing more is acked on this connection, but the epochs
+             * still leave the order, so that no write waits for them
+             */
+            continue;
         }
         ack.flags = 0;
         drbd_wire_put_barrier(acks, DRBD_CMD_BARRIER_ACK, &ack);
     }
     peer->acking = false;
+    if (popped) {
+        /* A receiver held back by too many closed epochs may go on */
+        drbd_wake_epoch_waiter(peer);
+    }
 }
 
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
