@@ -402,6 +402,14 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
         drbd_setup_channel(s->conn.listener, "drbd-listener");
     }
     if (s->conn.connects) {
+        /*
+         * The connector's thread creates the channels.  QOM initializes a
+         * class on its first object, and not thread-safely: initialize
+         * the socket channel's class here, in the main thread, or the
+         * thread's first connect races with the main thread's first
+         * socket (a QMP chardev at start-up) and corrupts the class.
+         */
+        object_class_by_name(TYPE_QIO_CHANNEL_SOCKET);
         s->conn.connector = nbd_client_connection_new(s->conn.peer_addr,
                                                       false, NULL, NULL,
                                                       NULL, NULL);
