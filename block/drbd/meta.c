@@ -23,6 +23,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "block/aio_task.h"
 #include "block/block-io.h"
 #include "block/block_int.h"
 #include "qapi/error.h"
@@ -199,46 +200,38 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
 
 /*
  * The bitmap blocks of the extents one AL transaction evicts, written in
- * parallel: one coroutine each, all in the node's AioContext (the
- * transaction writer's), which waits for the last.
+ * parallel by an AioTaskPool of the transaction writer, in the node's
+ * AioContext
  */
-typedef struct DrbdBmBatch {
+#define DRBD_BM_WRITES_PARALLEL \
+    (DRBD_AL_CACHE_MAX_UPDATES + DRBD_AL_BM_AHEAD)
+
+typedef struct DrbdBmWriteTask {
+    AioTask task;               /* first: the pool frees the task */
     BDRVDrbdState *s;
-    Coroutine *waiter;      /* the transaction writer */
-    unsigned inflight;      /* the writer's own hold + running writes */
-    int ret;
-} DrbdBmBatch;
-
-typedef struct DrbdBmBlockWrite {
-    DrbdBmBatch *batch;
     uint64_t block;
-    uint8_t *buf;           /* serialized by the writer, freed here */
-} DrbdBmBlockWrite;
+    uint8_t *buf;               /* serialized by the writer, freed here */
+} DrbdBmWriteTask;
 
-static void coroutine_fn drbd_bm_block_write_co(void *opaque)
+static int coroutine_fn drbd_bm_write_task_entry(AioTask *task)
 {
-    DrbdBmBlockWrite *w = opaque;
-    DrbdBmBatch *b = w->batch;
-    BDRVDrbdState *s = b->s;
+    DrbdBmWriteTask *t = container_of(task, DrbdBmWriteTask, task);
+    BDRVDrbdState *s = t->s;
     int ret;
 
     bdrv_graph_co_rdlock();
     ret = drbd_md_write_block(s, s->md.bm_offset +
-                              w->block * DRBD_MD_BM_BLOCK_SIZE, w->buf, 0);
+                              t->block * DRBD_MD_BM_BLOCK_SIZE, t->buf, 0);
     bdrv_graph_co_rdunlock();
     qemu_mutex_lock(&s->lock);
     if (ret < 0) {
-        set_bit(w->block, s->bm_dirty);
-        b->ret = ret;
+        set_bit(t->block, s->bm_dirty);
     } else {
         s->bm_writes++;
     }
     qemu_mutex_unlock(&s->lock);
-    qemu_vfree(w->buf);
-    g_free(w);
-    if (--b->inflight == 0) {
-        aio_co_wake(b->waiter);
-    }
+    qemu_vfree(t->buf);
+    return ret;
 }
 
 /*
@@ -249,39 +242,35 @@ static void coroutine_fn drbd_bm_block_write_co(void *opaque)
 static int coroutine_fn GRAPH_RDLOCK
 drbd_bm_co_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
 {
-    DrbdBmBatch b = {
-        .s = s,
-        .waiter = qemu_coroutine_self(),
-        .inflight = 1,
-    };
-    int written = 0;
+    AioTaskPool *pool = aio_task_pool_new(DRBD_BM_WRITES_PARALLEL);
+    int written = 0, ret;
 
-    for (unsigned k = 0; k < n; k++) {
-        DrbdBmBlockWrite *w;
+    for (unsigned k = 0; k < n && aio_task_pool_status(pool) == 0; k++) {
+        DrbdBmWriteTask *t;
 
         qemu_mutex_lock(&s->lock);
         if (!test_bit(blocks[k], s->bm_dirty)) {
             qemu_mutex_unlock(&s->lock);
             continue;
         }
-        w = g_new(DrbdBmBlockWrite, 1);
-        w->batch = &b;
-        w->block = blocks[k];
-        w->buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BM_BLOCK_SIZE);
-        drbd_bm_block_serialize_locked(s, blocks[k], w->buf);
+        t = g_new(DrbdBmWriteTask, 1);
+        *t = (DrbdBmWriteTask) {
+            .task.func = drbd_bm_write_task_entry,
+            .s = s,
+            .block = blocks[k],
+            .buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BM_BLOCK_SIZE),
+        };
+        drbd_bm_block_serialize_locked(s, blocks[k], t->buf);
         clear_bit(blocks[k], s->bm_dirty);
         qemu_mutex_unlock(&s->lock);
 
-        b.inflight++;
         written++;
-        qemu_coroutine_enter(qemu_coroutine_create(drbd_bm_block_write_co,
-                                                   w));
+        aio_task_pool_start_task(pool, &t->task);
     }
-    if (--b.inflight > 0) {
-        qemu_coroutine_yield();
-    }
-    assert(b.inflight == 0);
-    return b.ret < 0 ? b.ret : written;
+    aio_task_pool_wait_all(pool);
+    ret = aio_task_pool_status(pool);
+    aio_task_pool_free(pool);
+    return ret < 0 ? ret : written;
 }
 
 /*
