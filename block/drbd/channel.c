@@ -241,6 +241,9 @@ void drbd_peer_free(DrbdPeer *peer)
     g_free(peer->data_rx.data);
     drbd_order_free(peer->order);
     g_free(peer->meta_rx.data);
+    if (peer->meta_out) {
+        g_byte_array_unref(peer->meta_out);
+    }
     g_free(peer->broken_reason);
     g_free(peer);
 }
@@ -341,14 +344,31 @@ void drbd_peer_put(DrbdPeer *peer)
     }
 }
 
-/* Send a packet on the meta channel; failures break the connection */
+/*
+ * Send a packet on the meta channel, after what drbd_queue_meta() queued
+ * (@pkt may be NULL: only that); failures break the connection
+ */
 int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt)
 {
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) queued = NULL;
+    GByteArray *out;
     Error *err = NULL;
-    int ret;
+    int ret = 0;
 
     qemu_co_mutex_lock(&peer->meta_send_lock);
-    ret = peer->broken ? -EPIPE : drbd_write_packet(peer->meta, pkt, &err);
+    qemu_mutex_lock(&s->lock);
+    queued = peer->meta_out;
+    peer->meta_out = NULL;
+    qemu_mutex_unlock(&s->lock);
+    if (queued && pkt) {
+        g_byte_array_append(queued, pkt->data, pkt->len);
+    }
+    out = queued ? queued : pkt;
+    if (out && out->len) {
+        ret = peer->broken ? -EPIPE : drbd_write_packet(peer->meta, out,
+                                                         &err);
+    }
     qemu_co_mutex_unlock(&peer->meta_send_lock);
     if (ret < 0 && err) {
         drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
@@ -357,15 +377,65 @@ int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt)
     return ret;
 }
 
-void coroutine_fn drbd_send_block_ack(DrbdPeer *peer, uint16_t cmd,
-                                      uint64_t offset, uint64_t id,
-                                      uint32_t bytes)
+/* Send what drbd_queue_meta() queued, until nothing is left */
+static void coroutine_fn drbd_meta_flusher(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+
+    for (;;) {
+        bool more;
+
+        drbd_send_meta(peer, NULL);
+        qemu_mutex_lock(&s->lock);
+        more = peer->meta_out != NULL;
+        peer->meta_flushing = more;
+        qemu_mutex_unlock(&s->lock);
+        if (!more) {
+            break;
+        }
+    }
+    drbd_peer_put(peer);
+}
+
+/*
+ * Send @pkt on the meta channel soon, in one send with every packet queued
+ * until then: the acks of the writes that complete in one round of the
+ * event loop go out together rather than one system call each.  Queued
+ * packets keep their order.  The flusher runs in the peer's home context,
+ * from a bottom half, with a reference to the peer.
+ */
+void drbd_queue_meta(DrbdPeer *peer, const GByteArray *pkt)
+{
+    BDRVDrbdState *s = peer->s;
+    Coroutine *co = NULL;
+    AioContext *ctx;
+
+    qemu_mutex_lock(&s->lock);
+    if (!peer->meta_out) {
+        peer->meta_out = g_byte_array_new();
+    }
+    g_byte_array_append(peer->meta_out, pkt->data, pkt->len);
+    if (!peer->meta_flushing && !peer->broken) {
+        peer->meta_flushing = true;
+        peer->running++;
+        co = qemu_coroutine_create(drbd_meta_flusher, peer);
+    }
+    ctx = s->ctx;
+    qemu_mutex_unlock(&s->lock);
+    if (co) {
+        aio_co_schedule(ctx, co);
+    }
+}
+
+void drbd_queue_block_ack(DrbdPeer *peer, uint16_t cmd, uint64_t offset,
+                          uint64_t id, uint32_t bytes)
 {
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdBlockAck ack = { .offset = offset, .id = id, .bytes = bytes };
 
     drbd_wire_put_block_ack(pkt, cmd, &ack);
-    drbd_send_meta(peer, pkt);
+    drbd_queue_meta(peer, pkt);
 }
 
 /* Send a packet on the data channel, for the resync and the secondary */

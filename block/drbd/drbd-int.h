@@ -110,6 +110,8 @@ typedef struct DrbdPeer {
 
     /* Under s->lock */
     unsigned running;           /* references */
+    GByteArray *meta_out;       /* queued for the meta channel */
+    bool meta_flushing;         /* a flusher will send meta_out */
     Coroutine *teardown_waiter; /* the manager, waiting for the last one */
     bool broken;                /* teardown has started */
     char *broken_reason;
@@ -394,10 +396,10 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
 void drbd_peer_kick(DrbdPeer *peer);
 int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt);
+void drbd_queue_meta(DrbdPeer *peer, const GByteArray *pkt);
 int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt);
-void coroutine_fn drbd_send_block_ack(DrbdPeer *peer, uint16_t cmd,
-                                      uint64_t offset, uint64_t id,
-                                      uint32_t bytes);
+void drbd_queue_block_ack(DrbdPeer *peer, uint16_t cmd, uint64_t offset,
+                          uint64_t id, uint32_t bytes);
 
 /* tl.c: the transfer log and the sending of guest writes */
 void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,

@@ -187,7 +187,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
                                 DRBD_CMD_WRITE_ACK, &ack);
     }
     if (acks->len) {
-        drbd_send_meta(peer, acks);
+        drbd_queue_meta(peer, acks);
     }
 
     qemu_mutex_lock(&s->lock);
@@ -288,8 +288,8 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 
     if (s->conn.protocol == 'B' && cmd != DRBD_CMD_RS_DATA) {
         /* protocol B: the primary may complete once we hold the data */
-        drbd_send_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
-                            p->bytes);
+        drbd_queue_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
+                             p->bytes);
     }
 
     /*
@@ -357,7 +357,7 @@ int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
     }
     drbd_ack_barriers(peer, acks, false);
     if (acks->len) {
-        drbd_send_meta(peer, acks);
+        drbd_queue_meta(peer, acks);
     }
     return 0;
 }
