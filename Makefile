@@ -54,7 +54,7 @@ check: build
 
 bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)
-	python3 tests/bench/drbd-bench.py $(BLD) --disk-latency-ns 100000
+	python3 tests/bench/drbd-bench.py $(BLD) --disk-latency-ns 100000 --iothreads
 
 clean:
 	rm -rf $(BLD) $(B)/configure.stamp

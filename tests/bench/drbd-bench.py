@@ -29,9 +29,19 @@
 # --disk-latency-ns gives every null-co disk a latency, as a real disk
 # has: then what the engine does in parallel (a drbd primary writes
 # locally and to the peer at once; mirror's write-blocking mode writes to
-# the source, then to the target) shows.
+# the source, then to the target) shows.  null-co's latency is a timer, and
+# a timer of the main loop fires late when the loop has nothing else to do:
+# glib polls with a timeout in milliseconds, so an idle daemon's "100 us"
+# disk takes up to 1 ms, a busy one's less.  That penalizes whichever
+# daemon waits most (a protocol A secondary applies its writes in about
+# 1.1 ms there, while its busier primary's take 0.4 ms).  A real disk
+# completes through a file descriptor and has no such granularity; with
+# --iothreads every daemon runs its nodes in an iothread, whose timers
+# fire to the microsecond, and the latency series then compares engines
+# on equal disks.
 #
 # usage: drbd-bench.py BUILDDIR [--repeat N] [--quick] [--disk-latency-ns N]
+#                      [--iothreads] [--kinds K1,K2,...]
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
@@ -53,6 +63,8 @@ parser.add_argument('--quick', action='store_true',
 parser.add_argument('--port', type=int, default=17900)
 parser.add_argument('--disk-latency-ns', type=int, default=0,
                     help='latency of every null-co disk')
+parser.add_argument('--iothreads', action='store_true',
+                    help='run the nodes of every daemon in an iothread')
 parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
                     'drbd-C,drbd-C-io (ratios need nbd-forward and '
@@ -137,9 +149,12 @@ class Setup:
     def setup(self, kind, workdir, port):
         sock = os.path.join(workdir, 'front.sock')
         tcp = f'type=inet,host=127.0.0.1,port={port}'
-        front_export = ['--nbd-server', f'addr.type=unix,addr.path={sock}',
-                        '--export', 'type=nbd,id=e0,node-name=front,'
-                        'writable=on']
+        iothread = args.iothreads or kind.endswith('-io')
+        io_obj = ['--object', 'iothread,id=io0'] if iothread else []
+        io_opt = ',iothread=io0' if iothread else ''
+        front_export = io_obj + [
+            '--nbd-server', f'addr.type=unix,addr.path={sock}',
+            '--export', 'type=nbd,id=e0,node-name=front,writable=on' + io_opt]
         self.target = ['-f', 'raw', f'nbd+unix:///front?socket={sock}']
 
         if kind == 'local':
@@ -148,18 +163,20 @@ class Setup:
             self.start(workdir, 'front', ['--blockdev', null('front')] +
                        front_export)
         elif kind == 'nbd-forward':
-            self.start(workdir, 'back', [
+            self.start(workdir, 'back', io_obj + [
                 '--blockdev', null('back'),
                 '--nbd-server', 'addr.' + tcp.replace(',', ',addr.'),
-                '--export', 'type=nbd,id=e1,node-name=back,writable=on'])
+                '--export', 'type=nbd,id=e1,node-name=back,writable=on'
+                + io_opt])
             self.start(workdir, 'front', [
                 '--blockdev', 'driver=nbd,node-name=front,export=back,'
                 'server.' + tcp.replace(',', ',server.')] + front_export)
         elif kind == 'mirror-wb':
-            self.start(workdir, 'back', [
+            self.start(workdir, 'back', io_obj + [
                 '--blockdev', null('back'),
                 '--nbd-server', 'addr.' + tcp.replace(',', ',addr.'),
-                '--export', 'type=nbd,id=e1,node-name=back,writable=on'])
+                '--export', 'type=nbd,id=e1,node-name=back,writable=on'
+                + io_opt])
             front = self.start(workdir, 'front', [
                 '--blockdev', null('front'),
                 '--blockdev', 'driver=nbd,node-name=tgt,export=back,'
@@ -170,10 +187,6 @@ class Setup:
             self.wait_ready(front)
         elif kind.startswith('drbd-'):
             proto = kind[5].lower()
-            iothread = kind.endswith('-io')
-            io_obj = ['--object', 'iothread,id=io0'] if iothread else []
-            if iothread:
-                front_export[-1] += ',iothread=io0'
             common = (f'driver=drbd,resource=bench,protocol={proto},'
                       'meta-disk=none,')
             back = self.start(workdir, 'back', io_obj + [
@@ -184,7 +197,7 @@ class Setup:
             if iothread:
                 back.cmd('x-blockdev-set-iothread', node_name='back',
                          iothread='io0')
-            front = self.start(workdir, 'front', io_obj + [
+            front = self.start(workdir, 'front', [
                 '--blockdev', null('front-null'),
                 '--blockdev', common + 'node-name=front,file=front-null,'
                 'node-id=0,role=primary,wfc-timeout=10000,'
