@@ -231,6 +231,8 @@ DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
     qemu_co_mutex_init(&peer->meta_send_lock);
     QLIST_INIT(&peer->apply_reqs);
     peer->order = drbd_order_new();
+    peer->resync_chunks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                                g_free, NULL);
     return peer;
 }
 
@@ -240,6 +242,7 @@ void drbd_peer_free(DrbdPeer *peer)
     object_unref(OBJECT(peer->meta));
     g_free(peer->data_rx.data);
     drbd_order_free(peer->order);
+    g_hash_table_destroy(peer->resync_chunks);
     g_free(peer->meta_rx.data);
     if (peer->meta_out) {
         g_byte_array_unref(peer->meta_out);

@@ -301,7 +301,8 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         qemu_mutex_lock(&s->lock);
     }
     s->conn.peer = NULL;
-    s->conn.pe -= peer->resync_unacked;  /* their bits stay set: resent later */
+    /* Unacked resync chunks: their bits stay set, resent later */
+    s->conn.pe -= g_hash_table_size(peer->resync_chunks);
     drbd_tl_connection_lost_locked(s);
     g_free(s->last_error);
     s->last_error = g_strdup(peer->broken_reason);

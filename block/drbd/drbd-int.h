@@ -120,8 +120,11 @@ typedef struct DrbdPeer {
     DrbdRole role;
     DrbdDiskState disk;
 
-    /* Under s->lock: resync chunks sent and not yet acked (in s->pe) */
-    uint32_t resync_unacked;
+    /*
+     * Under s->lock: resync chunks sent and not yet acked (in s->pe), from
+     * the offset of each to its length: an ack must name one of them
+     */
+    GHashTable *resync_chunks;
 
     /* What the handshake decided, and the peer's UUIDs it saw */
     DrbdSyncDecision decision;

@@ -102,6 +102,12 @@ static int drbd_apply_after_sb(int which_pri, bool has, DrbdAfterSb value,
                                       policy, errp);
 }
 
+static bool drbd_addr_type_ok(const SocketAddress *addr)
+{
+    return addr->type == SOCKET_ADDRESS_TYPE_INET ||
+           addr->type == SOCKET_ADDRESS_TYPE_UNIX;
+}
+
 static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                               Error **errp)
 {
@@ -130,6 +136,18 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
     s->conn.protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
+    /*
+     * A connection is made again and again, from an address: a file
+     * descriptor would be used once and then closed (and the number
+     * reused by something else)
+     */
+    if ((o->listen && !drbd_addr_type_ok(o->listen)) ||
+        (o->peer && !drbd_addr_type_ok(o->peer))) {
+        error_setg(errp, "listen and peer must be inet or unix addresses");
+        error_append_hint(errp, "A drbd node reconnects after every break, "
+                          "so it cannot use a file descriptor or vsock.\n");
+        return -EINVAL;
+    }
     s->conn.listen_addr = QAPI_CLONE(SocketAddress, o->listen);
     s->conn.peer_addr = QAPI_CLONE(SocketAddress, o->peer);
     s->conn.connects = s->conn.peer_addr &&

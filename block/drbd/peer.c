@@ -370,10 +370,35 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
     BDRVDrbdState *s = peer->s;
 
     qemu_mutex_lock(&s->lock);
+    if (!drbd_oos_range_valid(s, range->offset, range->bytes)) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "OUT_OF_SYNC at %" PRIu64 " (%" PRIu32 " bytes) is "
+                   "not aligned to the bitmap's 4 KiB blocks", range->offset,
+                   range->bytes);
+        return -EPROTO;
+    }
     if (s->role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "the peer wants to resync a primary");
         return -EINVAL;
+    }
+    /*
+     * The handshake made us its sync target, or the peer is an up-to-date
+     * primary (which resyncs what it marked while connected); nobody else
+     * may overwrite our data
+     */
+    if (!peer->sync_target &&
+        (peer->decision == DRBD_SYNC_SOURCE ||
+         peer->decision == DRBD_SYNC_FULL_SOURCE ||
+         s->conn.peer_role != DRBD_ROLE_PRIMARY ||
+         s->conn.peer_disk != DRBD_DISK_STATE_UP_TO_DATE)) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "OUT_OF_SYNC from a %s peer whose disk is %s, which "
+                   "the handshake did not make our sync source (it decided "
+                   "%s)", DrbdRole_str(s->conn.peer_role),
+                   DrbdDiskState_str(s->conn.peer_disk),
+                   drbd_sync_decision_str(peer->decision));
+        return -EPROTO;
     }
     if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
         qemu_mutex_unlock(&s->lock);
@@ -401,6 +426,10 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
     BDRVDrbdState *s = peer->s;
     uint64_t left;
 
+    if (!peer->sync_target) {
+        error_setg(errp, "RS_DONE, but no resync to this node runs");
+        return -EPROTO;
+    }
     drbd_wait_applies(peer, &peer->resync_inflight);
 
     qemu_mutex_lock(&s->lock);

@@ -20,7 +20,12 @@
 
 #include "drbd-int.h"
 
-/* An ack for one of our requests arrived on the meta channel */
+/*
+ * An ack for one of our requests arrived on the meta channel.  One for a
+ * request that is gone is harmless (a BARRIER_ACK may overtake a
+ * request's WRITE_ACK); one for a request never issued is a protocol
+ * error.
+ */
 static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
                                const DrbdBlockAck *ack)
 {
@@ -33,6 +38,12 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
     }
 
     qemu_mutex_lock(&s->lock);
+    if (ack->id == 0 || ack->id > s->next_req_id) {
+        qemu_mutex_unlock(&s->lock);
+        drbd_peer_fail(peer, "%s for request %" PRIu64 ", which was never "
+                       "sent", drbd_cmd_name(cmd), ack->id);
+        return;
+    }
     req = drbd_req_find_locked(s, ack->id);
     if (req) {
         drbd_req_event_locked(s, req, cmd == DRBD_CMD_RECV_ACK ?

@@ -93,6 +93,17 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     bdrv_graph_co_rdunlock();
     drbd_io_end(s);
     if (ret == 0) {
+        /*
+         * In the table before it goes out: the ack may be processed
+         * before the send returns
+         */
+        qemu_mutex_lock(&s->lock);
+        g_hash_table_insert(peer->resync_chunks, g_memdup2(&p.offset,
+                                                           sizeof(p.offset)),
+                            GUINT_TO_POINTER(p.bytes));
+        s->conn.pe++;
+        qemu_mutex_unlock(&s->lock);
+
         drbd_wire_put_data(pkt, DRBD_CMD_RS_DATA, &p);
         ret = drbd_send_data_channel(peer, pkt);
     } else {
@@ -105,8 +116,6 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     if (ret == 0) {
         s->dr += bytes;
         s->conn.ns += bytes;
-        s->conn.pe++;
-        peer->resync_unacked++;
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -201,18 +210,23 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack)
 {
     BDRVDrbdState *s = peer->s;
+    uint64_t offset = ack->id & ~DRBD_RESYNC_ID_FLAG;
     bool finished = false;
+    gpointer bytes;
 
     qemu_mutex_lock(&s->lock);
-    if (!peer->resync_unacked ||
-        !drbd_oos_range_valid(s, ack->offset, ack->bytes)) {
+    /* It names a chunk in flight, by its id, offset and length */
+    if (cmd == DRBD_CMD_RECV_ACK || ack->offset != offset ||
+        !g_hash_table_lookup_extended(peer->resync_chunks, &offset, NULL,
+                                      &bytes) ||
+        GPOINTER_TO_UINT(bytes) != ack->bytes) {
         qemu_mutex_unlock(&s->lock);
-        drbd_peer_fail(peer, "%s for a resync block never sent (offset %"
-                       PRIu64 ", %" PRIu32 " bytes)", drbd_cmd_name(cmd),
-                       ack->offset, ack->bytes);
+        drbd_peer_fail(peer, "%s for a resync block never sent or already "
+                       "acked (offset %" PRIu64 ", %" PRIu32 " bytes)",
+                       drbd_cmd_name(cmd), ack->offset, ack->bytes);
         return;
     }
-    peer->resync_unacked--;
+    g_hash_table_remove(peer->resync_chunks, &offset);
     s->conn.pe--;
     if (cmd == DRBD_CMD_WRITE_ACK) {
         drbd_oos_reset_locked(s, ack->offset, ack->bytes);
