@@ -30,8 +30,8 @@
 
 #include "drbd-int.h"
 
-/* The listen backlog: the peer's two channels, and a stray candidate */
-#define DRBD_LISTEN_BACKLOG     4
+/* The listen backlog: connections the kernel holds until we accept */
+#define DRBD_LISTEN_BACKLOG     32
 
 /* The channel in its HELLO exchange, for drbd_conn_stop() to cut short */
 static void drbd_set_establishing(BDRVDrbdState *s, QIOChannelSocket *sioc)
@@ -113,72 +113,164 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
     return g_steal_pointer(&sioc);
 }
 
+/*
+ * Accepted connections whose HELLO is awaited at once: idle or slow
+ * candidates do not keep the real peer out while they time out.  More
+ * than this are closed when accepted.
+ */
+#define DRBD_MAX_CANDIDATES     16
+
+/*
+ * The acceptor and its candidates: one coroutine per accepted connection
+ * exchanges HELLOs with it, and hands a channel that passed to the
+ * acceptor.  All of them run in the acceptor's AioContext (the acceptor
+ * ends them before it follows the node elsewhere), so nothing here needs
+ * a lock.
+ */
+typedef struct DrbdAccept {
+    BDRVDrbdState *s;
+    QIOChannelSocket *data;
+    QIOChannelSocket *meta;
+    QIOChannelSocket *cand[DRBD_MAX_CANDIDATES];    /* HELLO awaited */
+    unsigned ncand;
+} DrbdAccept;
+
+typedef struct DrbdCandidate {
+    DrbdAccept *acc;
+    unsigned slot;
+} DrbdCandidate;
+
+static void coroutine_fn drbd_candidate_co(void *opaque)
+{
+    DrbdCandidate *c = opaque;
+    DrbdAccept *acc = c->acc;
+    BDRVDrbdState *s = acc->s;
+    QIOChannelSocket *sioc = acc->cand[c->slot];
+    Error *local_err = NULL;
+    DrbdDeadline dl = { 0 };
+    DrbdHello hello = { 0 };
+    bool is_meta;
+    int ret;
+
+    drbd_deadline_arm(&dl, sioc, s->conn.ping_timeout_ns);
+    ret = drbd_recv_hello(sioc, &hello, &local_err);
+    if (ret == 0) {
+        ret = drbd_check_hello(s, &hello, &local_err);
+    }
+    is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
+    if (ret == 0) {
+        ret = drbd_send_hello(s, sioc, is_meta, &local_err);
+    }
+    drbd_deadline_disarm(&dl);
+
+    acc->cand[c->slot] = NULL;
+    acc->ncand--;
+    if (ret < 0) {
+        if (dl.expired) {
+            error_free(local_err);
+            local_err = NULL;
+            error_setg(&local_err, "the peer did not finish the "
+                       "handshake in time");
+        }
+        /* A bad candidate does not stop us listening */
+        drbd_note_error(s, local_err);
+        object_unref(OBJECT(sioc));
+    } else if (is_meta) {
+        /* A second channel of the same kind replaces the first */
+        g_clear_pointer(&acc->meta, object_unref);
+        acc->meta = sioc;
+    } else {
+        g_clear_pointer(&acc->data, object_unref);
+        acc->data = sioc;
+    }
+    g_free(c);
+    /* The acceptor looks again */
+    qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
+}
+
+/* Cut every candidate short: each ends at its next read */
+static void drbd_cut_candidates(DrbdAccept *acc)
+{
+    for (unsigned i = 0; i < DRBD_MAX_CANDIDATES; i++) {
+        if (acc->cand[i]) {
+            qio_channel_shutdown(QIO_CHANNEL(acc->cand[i]),
+                                 QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
+        }
+    }
+}
+
 /* Accept connections until we hold a data and a meta channel */
 static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
                                              QIOChannelSocket **data,
                                              QIOChannelSocket **meta,
                                              Error **errp)
 {
-    *data = NULL;
-    *meta = NULL;
+    DrbdAccept acc = { .s = s };
+    bool stop = false;
 
-    while (!*data || !*meta) {
+    for (;;) {
         g_autoptr(QIOChannelSocket) sioc = NULL;
-        Error *local_err = NULL;
-        DrbdDeadline dl = { 0 };
-        DrbdHello hello = { 0 };
-        bool is_meta;
-        int ret;
+        DrbdCandidate *c;
+        unsigned slot;
 
-        if (qatomic_read(&s->closing)) {
-            goto fail;
+        stop = stop || qatomic_read(&s->closing) ||
+               (acc.data && acc.meta);
+        if (stop) {
+            /* The candidates left hold a pointer to us: end them first */
+            drbd_cut_candidates(&acc);
+            if (!acc.ncand) {
+                break;
+            }
         }
         sioc = qio_channel_socket_accept(s->conn.listener, NULL);
         if (!sioc) {
+            bool moving;
+
             qio_channel_yield(QIO_CHANNEL(s->conn.listener), G_IO_IN);
+            qemu_mutex_lock(&s->lock);
+            moving = s->ctx != qemu_get_current_aio_context();
+            qemu_mutex_unlock(&s->lock);
+            if (moving && acc.ncand) {
+                /* The candidates would stay behind: end them first */
+                drbd_cut_candidates(&acc);
+                continue;
+            }
             drbd_co_rehome(s);
             continue;
         }
-        drbd_setup_channel(sioc, "drbd-accepted");
-        drbd_set_establishing(s, sioc);
-        drbd_deadline_arm(&dl, sioc, s->conn.ping_timeout_ns);
-        ret = drbd_recv_hello(sioc, &hello, &local_err);
-        if (ret == 0) {
-            ret = drbd_check_hello(s, &hello, &local_err);
-        }
-        is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
-        if (ret == 0) {
-            ret = drbd_send_hello(s, sioc, is_meta, &local_err);
-        }
-        drbd_deadline_disarm(&dl);
-        drbd_set_establishing(s, NULL);
-        if (ret < 0) {
-            if (dl.expired) {
-                error_free(local_err);
-                local_err = NULL;
-                error_setg(&local_err, "the peer did not finish the "
-                           "handshake in time");
+        if (stop || acc.ncand == DRBD_MAX_CANDIDATES) {
+            if (!stop) {
+                Error *local_err = NULL;
+
+                error_setg(&local_err, "%d connections await their HELLO: "
+                           "refused one more", DRBD_MAX_CANDIDATES);
+                drbd_note_error(s, local_err);
             }
-            /* A bad candidate does not stop us listening */
-            drbd_note_error(s, local_err);
             continue;
         }
-        /* A second channel of the same kind replaces the first */
-        if (is_meta) {
-            g_clear_pointer(meta, object_unref);
-            *meta = g_steal_pointer(&sioc);
-        } else {
-            g_clear_pointer(data, object_unref);
-            *data = g_steal_pointer(&sioc);
+        for (slot = 0; acc.cand[slot]; slot++) {
+            /* ncand < DRBD_MAX_CANDIDATES: a free slot exists */
         }
+        drbd_setup_channel(sioc, "drbd-accepted");
+        acc.cand[slot] = g_steal_pointer(&sioc);
+        acc.ncand++;
+        c = g_new0(DrbdCandidate, 1);
+        c->acc = &acc;
+        c->slot = slot;
+        /* Runs once we yield, in this context */
+        aio_co_enter(qemu_get_current_aio_context(),
+                     qemu_coroutine_create(drbd_candidate_co, c));
     }
-    return 0;
 
-fail:
-    g_clear_pointer(data, object_unref);
-    g_clear_pointer(meta, object_unref);
-    error_setg(errp, "closing");
-    return -ECANCELED;
+    if (qatomic_read(&s->closing) || !acc.data || !acc.meta) {
+        g_clear_pointer(&acc.data, object_unref);
+        g_clear_pointer(&acc.meta, object_unref);
+        error_setg(errp, "closing");
+        return -ECANCELED;
+    }
+    *data = acc.data;
+    *meta = acc.meta;
+    return 0;
 }
 
 /* Establish a connection: the two channels and the handshake */
