@@ -144,6 +144,7 @@ typedef struct DrbdPeer {
      * packets)
      */
     DrbdOrder *order;           /* guest writes and epochs (order.h) */
+    uint64_t apply_bytes;       /* received data being written */
     bool acking;                /* a coroutine is acking barriers */
     unsigned resync_inflight;
     Coroutine *epoch_waiter;
@@ -174,6 +175,7 @@ typedef struct DrbdConnection {
     uint64_t ping_interval_ns;
     uint64_t ping_timeout_ns;
     uint32_t max_epoch_size;
+    uint32_t max_buffers;           /* 4 KiB pages a receiver may hold */
     uint64_t resync_rate;
     DrbdHandshakeConfig sb_cfg; /* after-sb options */
 

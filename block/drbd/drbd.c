@@ -39,11 +39,15 @@
 #define DRBD_DEFAULT_PING_INTERVAL_MS       10000
 #define DRBD_DEFAULT_PING_TIMEOUT_MS        5000
 #define DRBD_DEFAULT_MAX_EPOCH_SIZE         2048
+#define DRBD_DEFAULT_MAX_BUFFERS            2048
+#define DRBD_MIN_MAX_BUFFERS                32
+#define DRBD_MAX_MAX_BUFFERS                131072
 
 /* The options of BlockdevOptionsDrbd, as they appear flattened */
 static const char *const drbd_option_names[] = {
     "resource", "node-id", "peer-node-id", "role", "protocol",
     "connect-interval", "ping-interval", "ping-timeout", "max-epoch-size",
+    "max-buffers",
     "resync-rate", "wfc-timeout", "meta-disk", "after-sb-0pri",
     "after-sb-1pri", "after-sb-2pri",
 };
@@ -169,6 +173,14 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                         DRBD_DEFAULT_MAX_EPOCH_SIZE;
     if (!s->conn.max_epoch_size) {
         error_setg(errp, "max-epoch-size must not be 0");
+        return -EINVAL;
+    }
+    s->conn.max_buffers = o->has_max_buffers ? o->max_buffers :
+                          DRBD_DEFAULT_MAX_BUFFERS;
+    if (s->conn.max_buffers < DRBD_MIN_MAX_BUFFERS ||
+        s->conn.max_buffers > DRBD_MAX_MAX_BUFFERS) {
+        error_setg(errp, "max-buffers must be %d to %d (4 KiB pages)",
+                   DRBD_MIN_MAX_BUFFERS, DRBD_MAX_MAX_BUFFERS);
         return -EINVAL;
     }
     s->conn.resync_rate = o->has_resync_rate ? o->resync_rate : 0;
@@ -821,6 +833,7 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(ping_interval, DRBD_DEFAULT_PING_INTERVAL_MS);
     DRBD_DEFAULT(ping_timeout, DRBD_DEFAULT_PING_TIMEOUT_MS);
     DRBD_DEFAULT(max_epoch_size, DRBD_DEFAULT_MAX_EPOCH_SIZE);
+    DRBD_DEFAULT(max_buffers, DRBD_DEFAULT_MAX_BUFFERS);
     DRBD_DEFAULT(resync_rate, 0);
     DRBD_DEFAULT(wfc_timeout, 0);
     DRBD_DEFAULT(meta_disk, s->meta ? DRBD_META_DISK_EXTERNAL :

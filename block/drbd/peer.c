@@ -108,6 +108,12 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
     }
 }
 
+/* The received bytes a write holds in memory until it is done */
+static uint32_t drbd_apply_buf_bytes(uint16_t cmd, const DrbdDataPacket *p)
+{
+    return cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA ? p->bytes : 0;
+}
+
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
                                        uint32_t flags)
 {
@@ -166,13 +172,15 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     qemu_mutex_unlock(&s->lock);
 
     reqlist_remove_req(&a->req);
+    peer->apply_bytes -= drbd_apply_buf_bytes(a->cmd, &a->p);
     if (a->cmd != DRBD_CMD_RS_DATA) {
         drbd_order_done(peer->order, a->ow);
-        drbd_wake_epoch_waiter(peer);
         drbd_ack_barriers(peer, acks, true);
-    } else if (--peer->resync_inflight == 0) {
-        drbd_wake_epoch_waiter(peer);
+    } else {
+        peer->resync_inflight--;
     }
+    /* The receiver may wait for its order, for memory or for the resync */
+    drbd_wake_epoch_waiter(peer);
 
     /*
      * One send for the write's ack and the barrier's: their order does
@@ -303,6 +311,18 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
             peer->epoch_waiter = NULL;
         }
     }
+    /*
+     * Hold no more than max-buffers of received data: until writes free
+     * some, the receiver reads nothing more and TCP holds the peer back
+     * (one write is always let through, whatever its size)
+     */
+    while (peer->apply_bytes &&
+           peer->apply_bytes + drbd_apply_buf_bytes(cmd, p) >
+           (uint64_t)s->conn.max_buffers * 4 * KiB) {
+        peer->epoch_waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        peer->epoch_waiter = NULL;
+    }
     reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
     /* Counted in flight until drbd_apply_co() ends; not while drained */
     if (drbd_co_io_begin(s) < 0) {
@@ -314,6 +334,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         return -ECANCELED;
     }
 
+    peer->apply_bytes += drbd_apply_buf_bytes(cmd, p);
     a = g_new0(DrbdApply, 1);
     a->peer = peer;
     a->cmd = cmd;
