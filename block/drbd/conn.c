@@ -26,6 +26,7 @@
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qemu/yank.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -474,6 +475,66 @@ static void coroutine_fn drbd_conn_co(void *opaque)
 }
 
 /*
+ * Cut the connection, or the one being established, with @reason: its
+ * channels are shut down and the manager sees it break.  Any thread.
+ */
+static void drbd_conn_cut(BDRVDrbdState *s, const char *reason)
+{
+    Object *hs_data = NULL, *hs_meta = NULL, *est = NULL;
+    DrbdPeer *peer;
+
+    peer = drbd_peer_get(s);
+    if (peer) {
+        drbd_peer_fail(peer, "%s", reason);
+        drbd_peer_put(peer);
+    }
+    qemu_mutex_lock(&s->lock);
+    if (s->conn.establishing) {
+        est = object_ref(OBJECT(s->conn.establishing));
+    }
+    if (s->conn.handshaking) {
+        hs_data = object_ref(OBJECT(s->conn.handshaking->data));
+        hs_meta = object_ref(OBJECT(s->conn.handshaking->meta));
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (est) {
+        qio_channel_shutdown(QIO_CHANNEL(est), QIO_CHANNEL_SHUTDOWN_BOTH,
+                             NULL);
+        object_unref(est);
+    }
+    if (hs_data) {
+        qio_channel_shutdown(QIO_CHANNEL(hs_data), QIO_CHANNEL_SHUTDOWN_BOTH,
+                             NULL);
+        qio_channel_shutdown(QIO_CHANNEL(hs_meta), QIO_CHANNEL_SHUTDOWN_BOTH,
+                             NULL);
+        object_unref(hs_data);
+        object_unref(hs_meta);
+    }
+}
+
+/*
+ * QMP yank (main thread): cut a hung link at once, as NBD's yank does,
+ * rather than wait for ping-timeout.  The node reconnects as after any
+ * break.
+ */
+static void drbd_yank(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+
+    drbd_conn_cut(s, "the connection was yanked");
+}
+
+static void drbd_yank_unregister(BDRVDrbdState *s)
+{
+    if (s->conn.yank) {
+        yank_unregister_function(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
+                                 drbd_yank, s);
+        yank_unregister_instance(BLOCKDEV_YANK_INSTANCE(s->bs->node_name));
+        s->conn.yank = false;
+    }
+}
+
+/*
  * Start listening or connecting.  Called when a writable node opens, or
  * when an inactive one is activated (not before: the connection applies
  * the peer's writes, and an inactive node must not write).
@@ -483,6 +544,15 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
     Coroutine *co;
 
     assert(!s->conn.conn_co);
+    if (!s->conn.yank) {
+        if (!yank_register_instance(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
+                                    errp)) {
+            return -EEXIST;
+        }
+        yank_register_function(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
+                               drbd_yank, s);
+        s->conn.yank = true;
+    }
     if (s->conn.listen_addr && (!s->conn.peer_addr || !s->conn.connects)) {
         s->conn.listener = qio_channel_socket_new();
         qio_channel_set_name(QIO_CHANNEL(s->conn.listener), "drbd-listener");
@@ -490,6 +560,7 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
                                            s->conn.listen_addr,
                                            DRBD_LISTEN_BACKLOG, errp) < 0) {
             g_clear_pointer(&s->conn.listener, object_unref);
+            drbd_yank_unregister(s);
             return -EIO;
         }
         drbd_setup_channel(s->conn.listener, "drbd-listener");
@@ -579,44 +650,16 @@ void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx)
 /* Stop the connection manager and wait until it and its peer are gone */
 void drbd_conn_stop(BDRVDrbdState *s)
 {
-    Object *hs_data = NULL, *hs_meta = NULL, *est = NULL;
-    DrbdPeer *peer;
-
     if (!s->conn.conn_co) {
         return;
     }
     drbd_gate_close(s);
     drbd_sleep_wake(s, &s->conn.conn_sleep, true);
-    peer = drbd_peer_get(s);
-    if (peer) {
-        drbd_peer_fail(peer, "the node is closing");
-        drbd_peer_put(peer);
-    }
-    qemu_mutex_lock(&s->lock);
-    if (s->conn.establishing) {
-        est = object_ref(OBJECT(s->conn.establishing));
-    }
-    if (s->conn.handshaking) {
-        hs_data = object_ref(OBJECT(s->conn.handshaking->data));
-        hs_meta = object_ref(OBJECT(s->conn.handshaking->meta));
-    }
-    qemu_mutex_unlock(&s->lock);
-    if (est) {
-        qio_channel_shutdown(QIO_CHANNEL(est), QIO_CHANNEL_SHUTDOWN_BOTH,
-                             NULL);
-        object_unref(est);
-    }
-    if (hs_data) {
-        qio_channel_shutdown(QIO_CHANNEL(hs_data), QIO_CHANNEL_SHUTDOWN_BOTH,
-                             NULL);
-        qio_channel_shutdown(QIO_CHANNEL(hs_meta), QIO_CHANNEL_SHUTDOWN_BOTH,
-                             NULL);
-        object_unref(hs_data);
-        object_unref(hs_meta);
-    }
+    drbd_conn_cut(s, "the node is closing");
     drbd_conn_kick(s);
 
     AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn.conn_co) != NULL);
+    drbd_yank_unregister(s);
     g_clear_pointer(&s->conn.listener, object_unref);
     g_clear_pointer(&s->conn.connector, nbd_client_connection_release);
 }

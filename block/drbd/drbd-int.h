@@ -217,6 +217,7 @@ typedef struct DrbdConnection {
     QIOChannelSocket *listener;
     NBDClientConnection *connector; /* connects in a thread of its own */
     QIOChannelSocket *establishing;   /* a channel in its handshake */
+    bool yank;                  /* registered with QEMU's yank */
     DrbdPeer *handshaking;      /* a connection in its handshake */
     Coroutine *conn_co;         /* the connection manager */
     DrbdSleep conn_sleep;
