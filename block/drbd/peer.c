@@ -175,12 +175,14 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     peer->apply_bytes -= drbd_apply_buf_bytes(a->cmd, &a->p);
     if (a->cmd != DRBD_CMD_RS_DATA) {
         drbd_order_done(peer->order, a->ow);
-        drbd_ack_barriers(peer, acks, true);
     } else {
         peer->resync_inflight--;
     }
     /* The receiver may wait for its order, for memory or for the resync */
     drbd_wake_epoch_waiter(peer);
+    if (a->cmd != DRBD_CMD_RS_DATA) {
+        drbd_ack_barriers(peer, acks, true);
+    }
 
     /*
      * One send for the write's ack and the barrier's: their order does
