@@ -10,7 +10,7 @@ set -eu
 packages="build-essential ccache dpkg-dev patch python3 python3-venv
     ninja-build flex bison pkg-config
     libglib2.0-dev libaio-dev libgnutls28-dev nettle-dev libpixman-1-dev
-    libfdt-dev liburing-dev zlib1g-dev
+    libfdt-dev liburing-dev zlib1g-dev gnutls-bin
     seabios ipxe-qemu qemu-system-data"
 
 sources=/etc/apt/sources.list.d/qemu-drbd-trixie.sources

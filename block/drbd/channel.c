@@ -30,9 +30,9 @@ static void drbd_deadline_cb(void *opaque)
     qio_channel_shutdown(d->ioc, QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
 }
 
-void drbd_deadline_arm(DrbdDeadline *d, QIOChannelSocket *sioc, uint64_t ns)
+void drbd_deadline_arm(DrbdDeadline *d, QIOChannel *ioc, uint64_t ns)
 {
-    d->ioc = QIO_CHANNEL(sioc);
+    d->ioc = ioc;
     d->expired = false;
     d->timer = aio_timer_new(qemu_get_current_aio_context(),
                              QEMU_CLOCK_REALTIME, SCALE_NS,
@@ -56,10 +56,8 @@ void drbd_deadline_disarm(DrbdDeadline *d)
     }
 }
 
-void drbd_setup_channel(QIOChannelSocket *sioc, const char *name)
+void drbd_setup_channel(QIOChannel *ioc, const char *name)
 {
-    QIOChannel *ioc = QIO_CHANNEL(sioc);
-
     qio_channel_set_name(ioc, name);
     qio_channel_set_blocking(ioc, false, NULL);
     qio_channel_set_follow_coroutine_ctx(ioc, true);
@@ -67,10 +65,10 @@ void drbd_setup_channel(QIOChannelSocket *sioc, const char *name)
 }
 
 /* Write one encoded packet; the caller holds the channel's send lock */
-int coroutine_fn drbd_write_packet(QIOChannelSocket *sioc, GByteArray *pkt,
+int coroutine_fn drbd_write_packet(QIOChannel *ioc, GByteArray *pkt,
                                    Error **errp)
 {
-    return qio_channel_write_all(QIO_CHANNEL(sioc), (char *)pkt->data,
+    return qio_channel_write_all(ioc, (char *)pkt->data,
                                  pkt->len, errp);
 }
 
@@ -79,7 +77,7 @@ int coroutine_fn drbd_write_packet(QIOChannelSocket *sioc, GByteArray *pkt,
  * caller frees.  Returns 0 on success, -EPIPE on end of file before a
  * header, and -EINVAL or -EIO with @errp set otherwise.
  */
-static int coroutine_fn drbd_read_packet(QIOChannelSocket *sioc,
+static int coroutine_fn drbd_read_packet(QIOChannel *ioc,
                                          DrbdHeader *h, uint8_t **payload,
                                          Error **errp)
 {
@@ -87,7 +85,7 @@ static int coroutine_fn drbd_read_packet(QIOChannelSocket *sioc,
     int ret;
 
     *payload = NULL;
-    ret = qio_channel_read_all_eof(QIO_CHANNEL(sioc), (char *)hbuf,
+    ret = qio_channel_read_all_eof(ioc, (char *)hbuf,
                                    sizeof(hbuf), errp);
     if (ret == 0) {
         error_setg(errp, "connection closed by the peer");
@@ -101,7 +99,7 @@ static int coroutine_fn drbd_read_packet(QIOChannelSocket *sioc,
     }
     if (h->length) {
         *payload = g_malloc(h->length);
-        if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)*payload,
+        if (qio_channel_read_all(ioc, (char *)*payload,
                                  h->length, errp) < 0) {
             g_free(*payload);
             *payload = NULL;
@@ -118,12 +116,10 @@ static int coroutine_fn drbd_read_packet(QIOChannelSocket *sioc,
  * system call rather than two per packet.  Only the receivers use it: the
  * handshake before them reads exactly what it needs.
  */
-static int coroutine_fn drbd_rx_fill(DrbdPeer *peer, QIOChannelSocket *sioc,
+static int coroutine_fn drbd_rx_fill(DrbdPeer *peer, QIOChannel *ioc,
                                      DrbdRxBuf *rb, size_t need,
                                      Error **errp)
 {
-    QIOChannel *ioc = QIO_CHANNEL(sioc);
-
     assert(need <= DRBD_RX_BUF_SIZE);
     if (DRBD_RX_BUF_SIZE - rb->pos < need) {
         memmove(rb->data, rb->data + rb->pos, rb->len - rb->pos);
@@ -153,14 +149,14 @@ static int coroutine_fn drbd_rx_fill(DrbdPeer *peer, QIOChannelSocket *sioc,
 }
 
 /* drbd_read_packet() through the receiver's buffer */
-int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannelSocket *sioc,
+int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannel *ioc,
                                 DrbdRxBuf *rb, DrbdHeader *h,
                                 uint8_t **payload, Error **errp)
 {
     int ret;
 
     *payload = NULL;
-    ret = drbd_rx_fill(peer, sioc, rb, DRBD_WIRE_HEADER_SIZE, errp);
+    ret = drbd_rx_fill(peer, ioc, rb, DRBD_WIRE_HEADER_SIZE, errp);
     if (ret < 0) {
         return ret;
     }
@@ -175,14 +171,14 @@ int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannelSocket *sioc,
         *payload = g_malloc(h->length);
         memcpy(*payload, rb->data + rb->pos, have);
         rb->pos = rb->len = 0;
-        if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)*payload + have,
+        if (qio_channel_read_all(ioc, (char *)*payload + have,
                                  h->length - have, errp) < 0) {
             g_free(*payload);
             *payload = NULL;
             return -EIO;
         }
     } else if (h->length) {
-        ret = drbd_rx_fill(peer, sioc, rb, h->length, errp);
+        ret = drbd_rx_fill(peer, ioc, rb, h->length, errp);
         if (ret < 0) {
             return ret;
         }
@@ -194,12 +190,12 @@ int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannelSocket *sioc,
 }
 
 /* Read a packet that must be @cmd */
-int coroutine_fn drbd_expect_packet(QIOChannelSocket *sioc, uint16_t cmd,
+int coroutine_fn drbd_expect_packet(QIOChannel *ioc, uint16_t cmd,
                                     uint8_t **payload, uint32_t *len,
                                     Error **errp)
 {
     DrbdHeader h;
-    int ret = drbd_read_packet(sioc, &h, payload, errp);
+    int ret = drbd_read_packet(ioc, &h, payload, errp);
 
     if (ret < 0) {
         return ret;
@@ -215,8 +211,8 @@ int coroutine_fn drbd_expect_packet(QIOChannelSocket *sioc, uint16_t cmd,
     return 0;
 }
 
-DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
-                        QIOChannelSocket *meta)
+DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
+                        QIOChannel *meta)
 {
     DrbdPeer *peer = g_new0(DrbdPeer, 1);
 
@@ -273,9 +269,9 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_fail(peer->s->bs, peer->broken_reason);
 
-    qio_channel_shutdown(QIO_CHANNEL(peer->data), QIO_CHANNEL_SHUTDOWN_BOTH,
+    qio_channel_shutdown(peer->data, QIO_CHANNEL_SHUTDOWN_BOTH,
                          NULL);
-    qio_channel_shutdown(QIO_CHANNEL(peer->meta), QIO_CHANNEL_SHUTDOWN_BOTH,
+    qio_channel_shutdown(peer->meta, QIO_CHANNEL_SHUTDOWN_BOTH,
                          NULL);
     drbd_sleep_wake(s, &peer->ping_sleep, true);
     drbd_sleep_wake(s, &peer->resync_sleep, true);
@@ -291,8 +287,8 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
  */
 void drbd_peer_kick(DrbdPeer *peer)
 {
-    qio_channel_wake_read(QIO_CHANNEL(peer->data));
-    qio_channel_wake_read(QIO_CHANNEL(peer->meta));
+    qio_channel_wake_read(peer->data);
+    qio_channel_wake_read(peer->meta);
     drbd_sleep_wake(peer->s, &peer->ping_sleep, false);
     drbd_sleep_wake(peer->s, &peer->resync_sleep, false);
 }

@@ -22,6 +22,7 @@
 
 #include "qemu/osdep.h"
 #include "block/aio-wait.h"
+#include "io/channel-tls.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
@@ -35,10 +36,10 @@
 #define DRBD_LISTEN_BACKLOG     32
 
 /* The channel in its HELLO exchange, for drbd_conn_stop() to cut short */
-static void drbd_set_establishing(BDRVDrbdState *s, QIOChannelSocket *sioc)
+static void drbd_set_establishing(BDRVDrbdState *s, QIOChannel *ioc)
 {
     qemu_mutex_lock(&s->lock);
-    s->conn.establishing = sioc;
+    s->conn.establishing = ioc;
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -57,15 +58,14 @@ static void drbd_connect_timeout_cb(void *opaque)
 
 /*
  * Connect one channel in the connector's thread, then exchange HELLOs on
- * it.  The wait ends after ping-timeout, or early when the node closes or
- * moves; the thread may go on connecting, and the next attempt takes its
- * result.
+ * it and secure it (secure.c).  The wait ends after ping-timeout, or
+ * early when the node closes or moves; the thread may go on connecting,
+ * and the next attempt takes its result.
  */
-static QIOChannelSocket *coroutine_fn
+static QIOChannel *coroutine_fn
 drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
 {
     ERRP_GUARD();
-    g_autoptr(QIOChannelSocket) sioc = NULL;
     DrbdConnectWait w = { .s = s };
     DrbdDeadline dl = { 0 };
     DrbdHello hello;
@@ -90,16 +90,22 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
         }
         return NULL;
     }
-    sioc = QIO_CHANNEL_SOCKET(ioc);
-    drbd_setup_channel(sioc, meta ? "drbd-meta" : "drbd-data");
-    drbd_set_establishing(s, sioc);
-    drbd_deadline_arm(&dl, sioc, s->conn.ping_timeout_ns);
-    ret = drbd_send_hello(s, sioc, meta, errp);
+    drbd_setup_channel(ioc, meta ? "drbd-meta" : "drbd-data");
+    drbd_set_establishing(s, ioc);
+    drbd_deadline_arm(&dl, ioc, s->conn.ping_timeout_ns);
+    ret = drbd_send_hello(s, ioc, meta, errp);
     if (ret == 0) {
-        ret = drbd_recv_hello(sioc, &hello, errp);
+        ret = drbd_recv_hello(ioc, &hello, errp);
     }
     if (ret == 0) {
         ret = drbd_check_hello(s, &hello, errp);
+    }
+    if (ret == 0) {
+        ret = drbd_secure_check_hello(s, &hello, errp);
+    }
+    if (ret == 0) {
+        /* may replace ioc with TLS over it; the deadline cuts the socket */
+        ret = drbd_secure_channel(s, &ioc, true, errp);
     }
     drbd_deadline_disarm(&dl);
     drbd_set_establishing(s, NULL);
@@ -109,9 +115,10 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
             *errp = NULL;
             error_setg(errp, "the peer did not answer the handshake");
         }
+        object_unref(OBJECT(ioc));
         return NULL;
     }
-    return g_steal_pointer(&sioc);
+    return ioc;
 }
 
 /*
@@ -130,8 +137,8 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
  */
 typedef struct DrbdAccept {
     BDRVDrbdState *s;
-    QIOChannelSocket *data;
-    QIOChannelSocket *meta;
+    QIOChannel *data;
+    QIOChannel *meta;
     QIOChannelSocket *cand[DRBD_MAX_CANDIDATES];    /* HELLO awaited */
     unsigned ncand;
 } DrbdAccept;
@@ -146,21 +153,33 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
     DrbdCandidate *c = opaque;
     DrbdAccept *acc = c->acc;
     BDRVDrbdState *s = acc->s;
-    QIOChannelSocket *sioc = acc->cand[c->slot];
+    QIOChannel *ioc = QIO_CHANNEL(acc->cand[c->slot]);
     Error *local_err = NULL;
     DrbdDeadline dl = { 0 };
     DrbdHello hello = { 0 };
     bool is_meta;
     int ret;
 
-    drbd_deadline_arm(&dl, sioc, s->conn.ping_timeout_ns);
-    ret = drbd_recv_hello(sioc, &hello, &local_err);
+    drbd_deadline_arm(&dl, ioc, s->conn.ping_timeout_ns);
+    ret = drbd_recv_hello(ioc, &hello, &local_err);
     if (ret == 0) {
+        /* A stranger gets no answer */
         ret = drbd_check_hello(s, &hello, &local_err);
     }
     is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
     if (ret == 0) {
-        ret = drbd_send_hello(s, sioc, is_meta, &local_err);
+        /*
+         * Ours goes out before we judge what theirs asks for, so that
+         * where the two differ (TLS, secret) the peer can say so too
+         */
+        ret = drbd_send_hello(s, ioc, is_meta, &local_err);
+    }
+    if (ret == 0) {
+        ret = drbd_secure_check_hello(s, &hello, &local_err);
+    }
+    if (ret == 0) {
+        /* may replace ioc with TLS over it; the deadline cuts the socket */
+        ret = drbd_secure_channel(s, &ioc, false, &local_err);
     }
     drbd_deadline_disarm(&dl);
 
@@ -175,14 +194,14 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
         }
         /* A bad candidate does not stop us listening */
         drbd_note_error(s, local_err);
-        object_unref(OBJECT(sioc));
+        object_unref(OBJECT(ioc));
     } else if (is_meta) {
         /* A second channel of the same kind replaces the first */
         g_clear_pointer(&acc->meta, object_unref);
-        acc->meta = sioc;
+        acc->meta = ioc;
     } else {
         g_clear_pointer(&acc->data, object_unref);
-        acc->data = sioc;
+        acc->data = ioc;
     }
     g_free(c);
     /* The acceptor looks again */
@@ -202,8 +221,8 @@ static void drbd_cut_candidates(DrbdAccept *acc)
 
 /* Accept connections until we hold a data and a meta channel */
 static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
-                                             QIOChannelSocket **data,
-                                             QIOChannelSocket **meta,
+                                             QIOChannel **data,
+                                             QIOChannel **meta,
                                              Error **errp)
 {
     DrbdAccept acc = { .s = s };
@@ -252,7 +271,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
         for (slot = 0; acc.cand[slot]; slot++) {
             /* ncand < DRBD_MAX_CANDIDATES: a free slot exists */
         }
-        drbd_setup_channel(sioc, "drbd-accepted");
+        drbd_setup_channel(QIO_CHANNEL(sioc), "drbd-accepted");
         acc.cand[slot] = g_steal_pointer(&sioc);
         acc.ncand++;
         c = g_new0(DrbdCandidate, 1);
@@ -278,7 +297,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
 static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
 {
     ERRP_GUARD();
-    QIOChannelSocket *data = NULL, *meta = NULL;
+    QIOChannel *data = NULL, *meta = NULL;
     DrbdDeadline dl = { 0 };
     DrbdPeer *peer;
     int ret;
@@ -563,7 +582,7 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
             drbd_yank_unregister(s);
             return -EIO;
         }
-        drbd_setup_channel(s->conn.listener, "drbd-listener");
+        drbd_setup_channel(QIO_CHANNEL(s->conn.listener), "drbd-listener");
     }
     if (s->conn.connects) {
         /*
@@ -577,6 +596,11 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
         s->conn.connector = nbd_client_connection_new(s->conn.peer_addr,
                                                       false, NULL, NULL,
                                                       NULL, NULL);
+    }
+
+    if (s->conn.tls_creds) {
+        /* As above: the channels may become TLS in an iothread */
+        object_class_by_name(TYPE_QIO_CHANNEL_TLS);
     }
 
     qemu_mutex_lock(&s->lock);

@@ -13,6 +13,7 @@
 #include "block/block_int.h"
 #include "block/nbd.h"
 #include "block/reqlist.h"
+#include "crypto/tlscreds.h"
 #include "io/channel-socket.h"
 #include "qapi/qapi-types-drbd.h"
 #include "qemu/coroutine.h"
@@ -101,8 +102,8 @@ typedef struct DrbdSleep {
 typedef struct DrbdPeer {
     BDRVDrbdState *s;
 
-    QIOChannelSocket *data;
-    QIOChannelSocket *meta;
+    QIOChannel *data;           /* a socket, or TLS over it */
+    QIOChannel *meta;
     CoMutex data_send_lock;
     CoMutex meta_send_lock;
     DrbdRxBuf data_rx;
@@ -178,6 +179,14 @@ typedef struct DrbdConnection {
     uint32_t max_buffers;           /* 4 KiB pages a receiver may hold */
     uint64_t resync_rate;
     DrbdHandshakeConfig sb_cfg; /* after-sb options */
+    /* Security (secure.c) */
+    QCryptoTLSCreds *tls_creds;     /* TLS on both channels, if set */
+    char *tls_authz;                /* accepting node: allowed peers */
+    char *tls_hostname;             /* connecting node: the peer's name */
+    uint8_t *auth_key;              /* the shared secret, if set */
+    size_t auth_key_len;
+    uint32_t auth_digest;           /* cram-hmac-alg: DRBD_DIGEST_* */
+    uint32_t integrity;             /* data-integrity-alg: DRBD_DIGEST_* */
 
     /* The connection and the peer's state */
     DrbdConnState cstate;
@@ -216,7 +225,7 @@ typedef struct DrbdConnection {
     /* The connection manager's (conn.c), which runs in the node's ctx */
     QIOChannelSocket *listener;
     NBDClientConnection *connector; /* connects in a thread of its own */
-    QIOChannelSocket *establishing;   /* a channel in its handshake */
+    QIOChannel *establishing;   /* a channel in its handshake */
     bool yank;                  /* registered with QEMU's yank */
     DrbdPeer *handshaking;      /* a connection in its handshake */
     Coroutine *conn_co;         /* the connection manager */
@@ -379,20 +388,20 @@ typedef struct DrbdDeadline {
     bool expired;
 } DrbdDeadline;
 
-void drbd_deadline_arm(DrbdDeadline *d, QIOChannelSocket *sioc, uint64_t ns);
+void drbd_deadline_arm(DrbdDeadline *d, QIOChannel *ioc, uint64_t ns);
 void drbd_deadline_rearm(DrbdDeadline *d, uint64_t ns);
 void drbd_deadline_disarm(DrbdDeadline *d);
-void drbd_setup_channel(QIOChannelSocket *sioc, const char *name);
-int coroutine_fn drbd_write_packet(QIOChannelSocket *sioc, GByteArray *pkt,
+void drbd_setup_channel(QIOChannel *ioc, const char *name);
+int coroutine_fn drbd_write_packet(QIOChannel *ioc, GByteArray *pkt,
                                    Error **errp);
-int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannelSocket *sioc,
+int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannel *ioc,
                                 DrbdRxBuf *rb, DrbdHeader *h,
                                 uint8_t **payload, Error **errp);
-int coroutine_fn drbd_expect_packet(QIOChannelSocket *sioc, uint16_t cmd,
+int coroutine_fn drbd_expect_packet(QIOChannel *ioc, uint16_t cmd,
                                     uint8_t **payload, uint32_t *len,
                                     Error **errp);
-DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannelSocket *data,
-                        QIOChannelSocket *meta);
+DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
+                        QIOChannel *meta);
 void drbd_peer_free(DrbdPeer *peer);
 DrbdPeer *drbd_peer_get(BDRVDrbdState *s);
 DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s);
@@ -438,13 +447,34 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
 
 /* handshake.c */
-int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannelSocket *sioc,
+int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannel *ioc,
                                  bool meta, Error **errp);
-int coroutine_fn drbd_recv_hello(QIOChannelSocket *sioc, DrbdHello *hello,
+int coroutine_fn drbd_recv_hello(QIOChannel *ioc, DrbdHello *hello,
                                  Error **errp);
 int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp);
 int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                                       Error **errp);
+
+/* secure.c */
+int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp);
+void drbd_secure_close(BDRVDrbdState *s);
+uint32_t drbd_secure_hello_flags(BDRVDrbdState *s);
+int drbd_secure_check_hello(BDRVDrbdState *s, const DrbdHello *h,
+                            Error **errp);
+int drbd_auth_answer(uint32_t digest, const uint8_t *key, size_t key_len,
+                     bool connector, const uint8_t *their_nonce,
+                     const uint8_t *our_nonce, DrbdAuthResponse *r,
+                     Error **errp);
+int coroutine_fn drbd_secure_channel(BDRVDrbdState *s, QIOChannel **ioc,
+                                     bool connector, Error **errp);
+size_t drbd_digest_size(uint32_t digest);
+int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
+                    uint8_t *out, Error **errp);
+int drbd_digest_attach(BDRVDrbdState *s, DrbdDataPacket *p,
+                       const struct iovec *iov, size_t niov, uint8_t *buf,
+                       Error **errp);
+int drbd_check_integrity(BDRVDrbdState *s, uint16_t cmd,
+                         const DrbdDataPacket *p, Error **errp);
 
 /* receiver.c */
 void coroutine_fn drbd_data_receiver(void *opaque);

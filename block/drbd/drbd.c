@@ -49,7 +49,8 @@ static const char *const drbd_option_names[] = {
     "connect-interval", "ping-interval", "ping-timeout", "max-epoch-size",
     "max-buffers",
     "resync-rate", "wfc-timeout", "meta-disk", "after-sb-0pri",
-    "after-sb-1pri", "after-sb-2pri",
+    "after-sb-1pri", "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds",
+    "tls-authz", "tls-hostname", "data-integrity-alg",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
 
@@ -209,12 +210,13 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                           "external) to use the 'meta' child.\n");
         return -EINVAL;
     }
-    return 0;
+    return drbd_secure_open(s, o, errp);
 }
 
 static void drbd_free_state(BDRVDrbdState *s)
 {
     drbd_md_free(s);
+    drbd_secure_close(s);
     g_clear_pointer(&s->oos, hbitmap_free);
     ratelimit_destroy(&s->conn.resync_limit);
     qapi_free_BlockdevOptionsDrbd(s->opts);

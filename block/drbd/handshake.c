@@ -27,7 +27,8 @@ static void drbd_make_hello(BDRVDrbdState *s, DrbdHello *h, bool meta)
         .version_min = DRBD_PROTO_VERSION_MIN,
         .version_max = DRBD_PROTO_VERSION_MAX,
         .node_id = s->node_id,
-        .flags = meta ? DRBD_HELLO_META_CHANNEL : 0,
+        .flags = (meta ? DRBD_HELLO_META_CHANNEL : 0) |
+                 drbd_secure_hello_flags(s),
     };
     pstrcpy(h->resource, sizeof(h->resource), s->resource);
 }
@@ -57,7 +58,7 @@ int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp)
     return 0;
 }
 
-int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannelSocket *sioc,
+int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannel *ioc,
                                  bool meta, Error **errp)
 {
     g_autoptr(GByteArray) pkt = g_byte_array_new();
@@ -65,17 +66,17 @@ int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannelSocket *sioc,
 
     drbd_make_hello(s, &hello, meta);
     drbd_wire_put_hello(pkt, &hello);
-    return drbd_write_packet(sioc, pkt, errp);
+    return drbd_write_packet(ioc, pkt, errp);
 }
 
-int coroutine_fn drbd_recv_hello(QIOChannelSocket *sioc, DrbdHello *hello,
+int coroutine_fn drbd_recv_hello(QIOChannel *ioc, DrbdHello *hello,
                                  Error **errp)
 {
     g_autofree uint8_t *payload = NULL;
     uint32_t len;
     int ret;
 
-    ret = drbd_expect_packet(sioc, DRBD_CMD_HELLO, &payload, &len, errp);
+    ret = drbd_expect_packet(ioc, DRBD_CMD_HELLO, &payload, &len, errp);
     if (ret < 0) {
         return ret;
     }
@@ -414,6 +415,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .disk_size = s->size,
         .max_epoch_size = s->conn.max_epoch_size,
         .protocol = s->conn.protocol,
+        .integrity = s->conn.integrity,
     };
     DrbdUuidsPacket uuids, their_uuids;
     DrbdHandshakeOutcome outcome;
@@ -481,6 +483,12 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     if (theirs.protocol != s->conn.protocol) {
         error_setg(errp, "the peer uses protocol %c, this node %c",
                    theirs.protocol, s->conn.protocol);
+        return -EINVAL;
+    }
+    if (theirs.integrity != s->conn.integrity) {
+        error_setg(errp, "the peer's data-integrity-alg is %s, this node's "
+                   "%s", drbd_digest_name(theirs.integrity),
+                   drbd_digest_name(s->conn.integrity));
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {

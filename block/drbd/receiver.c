@@ -217,6 +217,9 @@ void coroutine_fn drbd_data_receiver(void *opaque)
         case DRBD_CMD_RS_DATA:
             ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
                                      &err);
+            if (ret == 0 && p.data) {
+                ret = drbd_check_integrity(s, h.cmd, &p, &err);
+            }
             if (ret == 0) {
                 /* the payload now belongs to the write */
                 ret = drbd_peer_apply(peer, h.cmd, &p, payload, &err);

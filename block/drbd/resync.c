@@ -69,6 +69,9 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         .bytes = bytes,
         .data = buf,
     };
+    uint8_t digest[DRBD_WIRE_DIGEST_MAX];
+    struct iovec iov = { buf, bytes };
+    Error *err = NULL;
     BlockReq req;
     int ret;
 
@@ -92,7 +95,11 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     ret = bdrv_co_pread(s->bs->file, offset, bytes, buf, 0);
     bdrv_graph_co_rdunlock();
     drbd_io_end(s);
-    if (ret == 0) {
+    if (ret == 0 && drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
+        drbd_peer_fail(peer, "resync: %s", error_get_pretty(err));
+        error_free(err);
+        ret = -EIO;
+    } else if (ret == 0) {
         /*
          * In the table before it goes out: the ack may be processed
          * before the send returns

@@ -15,6 +15,7 @@
 #include "block/block_int.h"
 #include "qapi/error.h"
 #include "qapi/qapi-events-drbd.h"
+#include "qemu/error-report.h"
 #include "qemu/guest-random.h"
 #include "trace.h"
 
@@ -189,13 +190,21 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
 
 void drbd_note_error(BDRVDrbdState *s, Error *err)
 {
+    bool repeated;
+
     if (!err) {
         return;
     }
     trace_drbd_conn_error(s->bs, error_get_pretty(err));
     qemu_mutex_lock(&s->lock);
+    repeated = !g_strcmp0(s->last_error, error_get_pretty(err));
     g_free(s->last_error);
     s->last_error = g_strdup(error_get_pretty(err));
     qemu_mutex_unlock(&s->lock);
+    /* The log says it once, not at every attempt to connect */
+    if (!repeated) {
+        warn_report("drbd node '%s': %s", bdrv_get_node_name(s->bs),
+                    error_get_pretty(err));
+    }
     error_free(err);
 }

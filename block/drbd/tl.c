@@ -195,25 +195,35 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
         qemu_mutex_unlock(&s->lock);
 
         if (cmd == DRBD_CMD_DATA) {
+            uint8_t digest[DRBD_WIRE_DIGEST_MAX];
             struct iovec iov[IOV_MAX];
             int niov;
 
-            drbd_wire_put_data_header(pkt, cmd, &p);
-            iov[0].iov_base = pkt->data;
-            iov[0].iov_len = pkt->len;
             niov = qemu_iovec_subvec_niov(qiov, qiov_offset, req->bytes);
             if (niov < IOV_MAX) {
                 niov = iov_copy(iov + 1, IOV_MAX - 1, qiov->iov, qiov->niov,
                                 qiov_offset, req->bytes);
-                ret = qio_channel_writev_all(QIO_CHANNEL(peer->data), iov,
-                                             niov + 1, &err);
+                ret = drbd_digest_attach(s, &p, iov + 1, niov, digest, &err);
+                if (ret == 0) {
+                    drbd_wire_put_data_header(pkt, cmd, &p);
+                    iov[0].iov_base = pkt->data;
+                    iov[0].iov_len = pkt->len;
+                    ret = qio_channel_writev_all(peer->data, iov,
+                                                 niov + 1, &err);
+                }
             } else {
                 /* Too fragmented for one writev: send a linear copy */
                 g_autofree uint8_t *buf = g_malloc(req->bytes);
 
                 qemu_iovec_to_buf(qiov, qiov_offset, buf, req->bytes);
-                g_byte_array_append(pkt, buf, req->bytes);
-                ret = drbd_write_packet(peer->data, pkt, &err);
+                iov[0].iov_base = buf;
+                iov[0].iov_len = req->bytes;
+                ret = drbd_digest_attach(s, &p, iov, 1, digest, &err);
+                if (ret == 0) {
+                    drbd_wire_put_data_header(pkt, cmd, &p);
+                    g_byte_array_append(pkt, buf, req->bytes);
+                    ret = drbd_write_packet(peer->data, pkt, &err);
+                }
             }
         } else {
             drbd_wire_put_data(pkt, cmd, &p);

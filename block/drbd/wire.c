@@ -33,7 +33,8 @@
 #define SIZES_DISK_SIZE         0
 #define SIZES_MAX_EPOCH_SIZE    8
 #define SIZES_PROTOCOL          12
-#define SIZES_PAD               13
+#define SIZES_INTEGRITY         13
+#define SIZES_PAD               14
 #define SIZES_SIZE              16
 
 /* STATE */
@@ -65,7 +66,8 @@
 #define DATA_UNORDERED          28
 #define DATA_SIZE               DRBD_WIRE_DATA_FIXED_SIZE
 #define DATA_MIN_SIZE           (DATA_SIZE + DRBD_WIRE_ALIGN)
-#define DATA_MAX_SIZE           (DATA_SIZE + DRBD_WIRE_MAX_DATA)
+#define DATA_MAX_SIZE           (DATA_SIZE + DRBD_WIRE_DIGEST_MAX + \
+                                 DRBD_WIRE_MAX_DATA)
 
 /* RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC */
 #define ACK_OFFSET              0
@@ -79,6 +81,11 @@
 #define BARRIER_SET_SIZE        4
 #define BARRIER_FLAGS           8
 #define BARRIER_SIZE            12
+
+/* AUTH_CHALLENGE, AUTH_RESPONSE */
+#define AUTH_CHALLENGE_DIGEST   0
+#define AUTH_CHALLENGE_NONCE    4
+#define AUTH_CHALLENGE_SIZE     (AUTH_CHALLENGE_NONCE + DRBD_AUTH_NONCE_SIZE)
 
 /* Header */
 #define HDR_MAGIC               0
@@ -124,7 +131,28 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_BITMAP]       = { "BITMAP", DRBD_RLE_HEADER_SIZE + 1,
                                 DRBD_WIRE_MAX_BITMAP },
     [DRBD_CMD_UUIDS]        = { "UUIDS", UUIDS_SIZE, UUIDS_SIZE },
+    [DRBD_CMD_AUTH_CHALLENGE] = { "AUTH_CHALLENGE", AUTH_CHALLENGE_SIZE,
+                                  AUTH_CHALLENGE_SIZE },
+    [DRBD_CMD_AUTH_RESPONSE] = { "AUTH_RESPONSE", DRBD_AUTH_DIGEST_MIN,
+                                 DRBD_AUTH_DIGEST_MAX },
 };
+
+static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
+    [DRBD_DIGEST_NONE]      = "none",
+    [DRBD_DIGEST_MD5]       = "md5",
+    [DRBD_DIGEST_SHA1]      = "sha1",
+    [DRBD_DIGEST_SHA224]    = "sha224",
+    [DRBD_DIGEST_SHA256]    = "sha256",
+    [DRBD_DIGEST_SHA384]    = "sha384",
+    [DRBD_DIGEST_SHA512]    = "sha512",
+    [DRBD_DIGEST_RIPEMD160] = "ripemd160",
+    [DRBD_DIGEST_CRC32C]    = "crc32c",
+};
+
+const char *drbd_digest_name(uint32_t digest)
+{
+    return digest < DRBD_DIGEST__MAX ? drbd_digest_names[digest] : "unknown";
+}
 
 const char *drbd_cmd_name(uint16_t cmd)
 {
@@ -209,6 +237,7 @@ void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s)
     stq_be_p(p + SIZES_DISK_SIZE, s->disk_size);
     stl_be_p(p + SIZES_MAX_EPOCH_SIZE, s->max_epoch_size);
     p[SIZES_PROTOCOL] = s->protocol;
+    p[SIZES_INTEGRITY] = s->integrity;
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -242,6 +271,29 @@ void drbd_wire_put_state_reply(GByteArray *out, uint32_t result)
     put_header(buf, DRBD_CMD_STATE_REPLY, STATE_REPLY_SIZE);
     stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + STATE_REPLY_RESULT, result);
     g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_auth_challenge(GByteArray *out,
+                                  const DrbdAuthChallenge *c)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + AUTH_CHALLENGE_SIZE];
+    uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+
+    put_header(buf, DRBD_CMD_AUTH_CHALLENGE, AUTH_CHALLENGE_SIZE);
+    stl_be_p(p + AUTH_CHALLENGE_DIGEST, c->digest);
+    memcpy(p + AUTH_CHALLENGE_NONCE, c->nonce, DRBD_AUTH_NONCE_SIZE);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_auth_response(GByteArray *out,
+                                 const DrbdAuthResponse *r)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE];
+
+    assert(r->len >= DRBD_AUTH_DIGEST_MIN && r->len <= DRBD_AUTH_DIGEST_MAX);
+    put_header(buf, DRBD_CMD_AUTH_RESPONSE, r->len);
+    g_byte_array_append(out, buf, sizeof(buf));
+    g_byte_array_append(out, r->digest, r->len);
 }
 
 static void put_request(GByteArray *out, uint16_t cmd, uint32_t length,
@@ -278,8 +330,11 @@ void drbd_wire_put_data_header(GByteArray *out, uint16_t cmd,
 {
     assert(is_data_cmd(cmd));
     assert(p->bytes <= DRBD_WIRE_MAX_DATA);
+    assert(!p->digest_len || (p->digest_len >= DRBD_WIRE_DIGEST_MIN &&
+                              p->digest_len <= DRBD_WIRE_DIGEST_MAX));
 
-    put_request(out, cmd, DATA_SIZE + p->bytes, p);
+    put_request(out, cmd, DATA_SIZE + p->digest_len + p->bytes, p);
+    g_byte_array_append(out, p->digest, p->digest_len);
 }
 
 void drbd_wire_put_block_ack(GByteArray *out, uint16_t cmd,
@@ -391,7 +446,11 @@ int drbd_wire_get_header(const uint8_t *buf, DrbdHeader *h, Error **errp)
                    info->max_len);
         return -EINVAL;
     }
-    if (is_data_cmd(cmd) && (length - DATA_SIZE) % DRBD_WIRE_ALIGN) {
+    /* Data comes in sectors, after the fixed part and maybe a digest */
+    if (is_data_cmd(cmd) &&
+        (length - DATA_SIZE) % DRBD_WIRE_ALIGN != 0 &&
+        ((length - DATA_SIZE) % DRBD_WIRE_ALIGN < DRBD_WIRE_DIGEST_MIN ||
+         (length - DATA_SIZE) % DRBD_WIRE_ALIGN > DRBD_WIRE_DIGEST_MAX)) {
         error_setg(errp, "%s packet: payload length %" PRIu32
                    " is impossible (data is not a multiple of %d bytes)",
                    info->name, length, DRBD_WIRE_ALIGN);
@@ -538,6 +597,7 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
     sizes.disk_size = ldq_be_p(buf + SIZES_DISK_SIZE);
     sizes.max_epoch_size = ldl_be_p(buf + SIZES_MAX_EPOCH_SIZE);
     sizes.protocol = buf[SIZES_PROTOCOL];
+    sizes.integrity = buf[SIZES_INTEGRITY];
 
     if (sizes.disk_size > INT64_MAX) {
         error_setg(errp, "SIZES packet: disk size %" PRIu64 " is too large",
@@ -548,6 +608,11 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
         sizes.protocol != 'C') {
         error_setg(errp, "SIZES packet: unknown protocol 0x%02x "
                    "(expected 'A', 'B' or 'C')", sizes.protocol);
+        return -EINVAL;
+    }
+    if (sizes.integrity >= DRBD_DIGEST__MAX) {
+        error_setg(errp, "SIZES packet: unknown data-integrity digest %u",
+                   sizes.integrity);
         return -EINVAL;
     }
     if (!buffer_is_zero(buf + SIZES_PAD, SIZES_SIZE - SIZES_PAD)) {
@@ -667,7 +732,9 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
     req.flags = ldl_be_p(buf + DATA_FLAGS);
     req.bytes = ldl_be_p(buf + DATA_BYTES);
     req.unordered = ldl_be_p(buf + DATA_UNORDERED);
-    req.data = has_data ? buf + DATA_SIZE : NULL;
+    req.data = NULL;
+    req.digest = NULL;
+    req.digest_len = 0;
 
     if (cmd == DRBD_CMD_RS_DATA && req.unordered) {
         error_setg(errp, "%s packet: resync data is not a guest write, "
@@ -685,10 +752,27 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
                     disk_size, errp) < 0) {
         return -EINVAL;
     }
-    /* bytes is now at most DRBD_WIRE_MAX_DATA: the sum cannot overflow */
-    if (check_len(name, len, DATA_SIZE + (has_data ? req.bytes : 0),
-                  errp) < 0) {
-        return -EINVAL;
+    /* bytes is now at most DRBD_WIRE_MAX_DATA: the sums cannot overflow */
+    if (!has_data) {
+        if (check_len(name, len, DATA_SIZE, errp) < 0) {
+            return -EINVAL;
+        }
+    } else {
+        /* Between the fixed part and the data: a digest, or nothing */
+        size_t extra = len >= DATA_SIZE + req.bytes ?
+                       len - DATA_SIZE - req.bytes : SIZE_MAX;
+
+        if (extra != 0 && (extra < DRBD_WIRE_DIGEST_MIN ||
+                           extra > DRBD_WIRE_DIGEST_MAX)) {
+            error_setg(errp, "%s packet: payload is %zu bytes (expected %"
+                       PRIu32 ", plus a digest of %d to %d)", name, len,
+                       DATA_SIZE + req.bytes, DRBD_WIRE_DIGEST_MIN,
+                       DRBD_WIRE_DIGEST_MAX);
+            return -EINVAL;
+        }
+        req.digest_len = extra;
+        req.digest = extra ? buf + DATA_SIZE : NULL;
+        req.data = buf + DATA_SIZE + extra;
     }
 
     *p = req;
@@ -754,5 +838,39 @@ int drbd_wire_get_barrier(uint16_t cmd, const uint8_t *buf, size_t len,
     }
 
     *b = barrier;
+    return 0;
+}
+
+int drbd_wire_get_auth_challenge(const uint8_t *buf, size_t len,
+                                 DrbdAuthChallenge *c, Error **errp)
+{
+    uint32_t digest;
+
+    if (check_len("AUTH_CHALLENGE", len, AUTH_CHALLENGE_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    digest = ldl_be_p(buf + AUTH_CHALLENGE_DIGEST);
+    if (digest == DRBD_DIGEST_NONE || digest == DRBD_DIGEST_CRC32C ||
+        digest >= DRBD_DIGEST__MAX) {
+        error_setg(errp, "AUTH_CHALLENGE packet: %" PRIu32 " is not an "
+                   "HMAC digest algorithm", digest);
+        return -EINVAL;
+    }
+    c->digest = digest;
+    memcpy(c->nonce, buf + AUTH_CHALLENGE_NONCE, DRBD_AUTH_NONCE_SIZE);
+    return 0;
+}
+
+int drbd_wire_get_auth_response(const uint8_t *buf, size_t len,
+                                DrbdAuthResponse *r, Error **errp)
+{
+    if (len < DRBD_AUTH_DIGEST_MIN || len > DRBD_AUTH_DIGEST_MAX) {
+        error_setg(errp, "AUTH_RESPONSE packet: payload is %zu bytes "
+                   "(expected %d to %d)", len, DRBD_AUTH_DIGEST_MIN,
+                   DRBD_AUTH_DIGEST_MAX);
+        return -EINVAL;
+    }
+    r->len = len;
+    memcpy(r->digest, buf, len);
     return 0;
 }

@@ -29,9 +29,16 @@
 #define DRBD_PROTO_VERSION_MIN  2
 #define DRBD_PROTO_VERSION_MAX  2
 
-/* The largest payload of any packet: a data packet of 1 MiB plus header */
+/*
+ * The largest payload of any packet: a data packet of 1 MiB plus its
+ * fixed part and a data-integrity digest
+ */
 #define DRBD_WIRE_MAX_DATA      (1 * MiB)
-#define DRBD_WIRE_MAX_PAYLOAD   (DRBD_WIRE_MAX_DATA + 64)
+#define DRBD_WIRE_MAX_PAYLOAD   (DRBD_WIRE_MAX_DATA + 128)
+
+/* A data-integrity digest between a data packet's fixed part and data */
+#define DRBD_WIRE_DIGEST_MIN    4
+#define DRBD_WIRE_DIGEST_MAX    64
 
 /* The largest BITMAP payload: one run-length encoded chunk (rle.h) */
 #define DRBD_WIRE_MAX_BITMAP    (64 * KiB)
@@ -80,6 +87,9 @@ typedef enum DrbdCmd {
     DRBD_CMD_BITMAP         = 20,
     /* handshake, data channel: generation UUIDs and resync options */
     DRBD_CMD_UUIDS          = 21,
+    /* authentication, on both channels after HELLO (and TLS): secure.c */
+    DRBD_CMD_AUTH_CHALLENGE = 22,   /* a digest algorithm and a nonce */
+    DRBD_CMD_AUTH_RESPONSE  = 23,   /* the HMAC that answers the peer's */
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -90,7 +100,10 @@ typedef struct DrbdHeader {
 
 /* Bits of DrbdHello.flags */
 #define DRBD_HELLO_META_CHANNEL (1u << 0)  /* this socket is the meta channel */
-#define DRBD_HELLO_ALL          DRBD_HELLO_META_CHANNEL
+#define DRBD_HELLO_TLS          (1u << 1)  /* the sender requires TLS */
+#define DRBD_HELLO_AUTH         (1u << 2)  /* ... a shared-secret proof */
+#define DRBD_HELLO_ALL          (DRBD_HELLO_META_CHANNEL | DRBD_HELLO_TLS | \
+                                 DRBD_HELLO_AUTH)
 
 typedef struct DrbdHello {
     uint32_t version_min;
@@ -104,6 +117,7 @@ typedef struct DrbdSizes {
     uint64_t disk_size;         /* bytes of usable data */
     uint32_t max_epoch_size;
     uint8_t protocol;           /* 'A', 'B' or 'C' */
+    uint8_t integrity;          /* data-integrity-alg: DRBD_DIGEST_* */
 } DrbdSizes;
 
 typedef struct DrbdStatePacket {
@@ -156,6 +170,12 @@ typedef struct DrbdDataPacket {
      */
     uint32_t unordered;
     const uint8_t *data;    /* DATA and RS_DATA only, else NULL */
+    /*
+     * DATA and RS_DATA with data-integrity-alg: the digest of the data,
+     * DRBD_WIRE_DIGEST_MIN to _MAX bytes; else 0 bytes
+     */
+    const uint8_t *digest;
+    uint32_t digest_len;
 } DrbdDataPacket;
 
 /* RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC */
@@ -180,6 +200,39 @@ typedef struct DrbdBarrier {
     uint32_t flags;         /* BARRIER only: DRBD_BARRIER_* */
 } DrbdBarrier;
 
+/*
+ * Digest algorithms, as the wire names them (AUTH_CHALLENGE's HMAC; the
+ * data-integrity digest in SIZES).  0 is "none".
+ */
+#define DRBD_DIGEST_NONE        0
+#define DRBD_DIGEST_MD5         1
+#define DRBD_DIGEST_SHA1        2
+#define DRBD_DIGEST_SHA224      3
+#define DRBD_DIGEST_SHA256      4
+#define DRBD_DIGEST_SHA384      5
+#define DRBD_DIGEST_SHA512      6
+#define DRBD_DIGEST_RIPEMD160   7
+#define DRBD_DIGEST_CRC32C      8
+#define DRBD_DIGEST__MAX        9
+
+/* The name of a DRBD_DIGEST_* value ("unknown" for others) */
+const char *drbd_digest_name(uint32_t digest);
+
+/* The nonce of an AUTH_CHALLENGE, and the largest AUTH_RESPONSE digest */
+#define DRBD_AUTH_NONCE_SIZE    32
+#define DRBD_AUTH_DIGEST_MIN    16
+#define DRBD_AUTH_DIGEST_MAX    64
+
+typedef struct DrbdAuthChallenge {
+    uint32_t digest;            /* DRBD_DIGEST_*, not NONE or CRC32C */
+    uint8_t nonce[DRBD_AUTH_NONCE_SIZE];
+} DrbdAuthChallenge;
+
+typedef struct DrbdAuthResponse {
+    uint32_t len;
+    uint8_t digest[DRBD_AUTH_DIGEST_MAX];
+} DrbdAuthResponse;
+
 /* The answer in a STATE_REPLY */
 #define DRBD_STATE_REPLY_GRANTED    0
 #define DRBD_STATE_REPLY_REFUSED    1
@@ -203,8 +256,8 @@ void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 void drbd_wire_put_data(GByteArray *out, uint16_t cmd,
                         const DrbdDataPacket *p);
 /*
- * Only the fixed part and header of a DATA/RS_DATA packet, for a sender
- * that writes the data from a QEMUIOVector itself
+ * Only the header, fixed part and digest of a DATA/RS_DATA packet, for a
+ * sender that writes the data from a QEMUIOVector itself
  */
 void drbd_wire_put_data_header(GByteArray *out, uint16_t cmd,
                                const DrbdDataPacket *p);
@@ -219,6 +272,10 @@ void drbd_wire_put_empty(GByteArray *out, uint16_t cmd);
 void drbd_wire_put_uuids(GByteArray *out, const DrbdUuidsPacket *u);
 /* A BITMAP packet carrying the @len bytes of an encoded chunk */
 void drbd_wire_put_bitmap(GByteArray *out, const uint8_t *chunk, size_t len);
+void drbd_wire_put_auth_challenge(GByteArray *out,
+                                  const DrbdAuthChallenge *c);
+void drbd_wire_put_auth_response(GByteArray *out,
+                                 const DrbdAuthResponse *r);
 
 /*
  * Decode a header from exactly DRBD_WIRE_HEADER_SIZE bytes.  Fails on a
@@ -250,5 +307,9 @@ int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,
                             Error **errp);
 int drbd_wire_get_barrier(uint16_t cmd, const uint8_t *buf, size_t len,
                           DrbdBarrier *b, Error **errp);
+int drbd_wire_get_auth_challenge(const uint8_t *buf, size_t len,
+                                 DrbdAuthChallenge *c, Error **errp);
+int drbd_wire_get_auth_response(const uint8_t *buf, size_t len,
+                                DrbdAuthResponse *r, Error **errp);
 
 #endif /* BLOCK_DRBD_WIRE_H */

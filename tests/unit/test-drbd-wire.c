@@ -1266,7 +1266,7 @@ static void test_messages(void)
     assert_failed_with(drbd_wire_get_data(DRBD_CMD_DATA, pkt->data + HDR,
                                           pkt->len - HDR - 1, 0, &p, &err),
                        &err, "DATA packet: payload is 8223 bytes "
-                       "(expected 8224)");
+                       "(expected 8224, plus a digest of 4 to 64)");
     assert_failed_with(drbd_wire_get_data(DRBD_CMD_PING, pkt->data + HDR,
                                           pkt->len - HDR, 0, &p, &err),
                        &err, "PING packet: cannot decode it as DATA, "
