@@ -20,6 +20,7 @@
 #include "trace.h"
 
 #include "drbd-int.h"
+#include "gate.h"
 
 typedef struct DrbdApply {
     DrbdPeer *peer;
@@ -210,6 +211,26 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     drbd_peer_put(peer);
 }
 
+/*
+ * What the receiving side knows, for the gate's checks of the peer's
+ * writes and resync packets (the acks' fields stay empty: the sending
+ * side checks those)
+ */
+static void drbd_peer_gate_locked(DrbdPeer *peer, DrbdGate *gate)
+{
+    BDRVDrbdState *s = peer->s;
+
+    *gate = (DrbdGate) {
+        .disk_size = s->size,
+        .role = s->role,
+        .cstate = s->conn.cstate,
+        .sync_target = peer->sync_target,
+        .peer_role = s->conn.peer_role,
+        .peer_disk = s->conn.peer_disk,
+        .decision = peer->decision,
+    };
+}
+
 /* Wait until the writes counted by *@count are done */
 static void coroutine_fn drbd_wait_applies(DrbdPeer *peer,
                                            unsigned *count)
@@ -232,41 +253,17 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 {
     BDRVDrbdState *s = peer->s;
     DrbdApply *a;
-    DrbdRole role, peer_role;
+    DrbdGate gate;
     uint64_t dep = 0;
+    int ret;
 
     qemu_mutex_lock(&s->lock);
-    role = s->role;
-    peer_role = s->conn.peer_role;
+    drbd_peer_gate_locked(peer, &gate);
     qemu_mutex_unlock(&s->lock);
-    if (role == DRBD_ROLE_PRIMARY) {
+    ret = drbd_gate_write(&gate, cmd, p, errp);
+    if (ret < 0) {
         g_free(buf);
-        error_setg(errp, "received a %s packet while primary",
-                   drbd_cmd_name(cmd));
-        return -EINVAL;
-    }
-    /* Guest writes come from a primary; resync data from our sync source */
-    if (cmd == DRBD_CMD_RS_DATA ? !peer->sync_target :
-        peer_role != DRBD_ROLE_PRIMARY) {
-        g_free(buf);
-        error_setg(errp, "received a %s packet from a %s peer that is not "
-                   "our sync source", drbd_cmd_name(cmd),
-                   DrbdRole_str(peer_role));
-        return -EINVAL;
-    }
-    if (cmd == DRBD_CMD_RS_DATA) {
-        bool valid;
-
-        qemu_mutex_lock(&s->lock);
-        valid = drbd_oos_range_valid(s, p->offset, p->bytes);
-        qemu_mutex_unlock(&s->lock);
-        if (!valid) {
-            g_free(buf);
-            error_setg(errp, "resync data at %" PRIu64 " (%" PRIu32 " bytes) "
-                       "is not aligned to the bitmap's 4 KiB blocks",
-                       p->offset, p->bytes);
-            return -EPROTO;
-        }
+        return ret;
     }
     if (cmd == DRBD_CMD_RS_DATA && !peer->resync_persisted) {
         /*
@@ -391,43 +388,15 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
                                        Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdGate gate;
+    int ret;
 
     qemu_mutex_lock(&s->lock);
-    if (!drbd_oos_range_valid(s, range->offset, range->bytes)) {
+    drbd_peer_gate_locked(peer, &gate);
+    ret = drbd_gate_out_of_sync(&gate, range, errp);
+    if (ret < 0) {
         qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "OUT_OF_SYNC at %" PRIu64 " (%" PRIu32 " bytes) is "
-                   "not aligned to the bitmap's 4 KiB blocks", range->offset,
-                   range->bytes);
-        return -EPROTO;
-    }
-    if (s->role == DRBD_ROLE_PRIMARY) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "the peer wants to resync a primary");
-        return -EINVAL;
-    }
-    /*
-     * The handshake made us its sync target, or the peer is an up-to-date
-     * primary (which resyncs what it marked while connected); nobody else
-     * may overwrite our data
-     */
-    if (!peer->sync_target &&
-        (peer->decision == DRBD_SYNC_SOURCE ||
-         peer->decision == DRBD_SYNC_FULL_SOURCE ||
-         s->conn.peer_role != DRBD_ROLE_PRIMARY ||
-         s->conn.peer_disk != DRBD_DISK_STATE_UP_TO_DATE)) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "OUT_OF_SYNC from a %s peer whose disk is %s, which "
-                   "the handshake did not make our sync source (it decided "
-                   "%s)", DrbdRole_str(s->conn.peer_role),
-                   DrbdDiskState_str(s->conn.peer_disk),
-                   drbd_sync_decision_str(peer->decision));
-        return -EPROTO;
-    }
-    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "split brain: both nodes hold changes the other "
-                   "lacks");
-        return -EINVAL;
+        return ret;
     }
     if (!peer->sync_target) {
         peer->sync_target = true;
@@ -447,11 +416,16 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdGate gate;
     uint64_t left;
+    int ret;
 
-    if (!peer->sync_target) {
-        error_setg(errp, "RS_DONE, but no resync to this node runs");
-        return -EPROTO;
+    qemu_mutex_lock(&s->lock);
+    drbd_peer_gate_locked(peer, &gate);
+    qemu_mutex_unlock(&s->lock);
+    ret = drbd_gate_resync_done(&gate, errp);
+    if (ret < 0) {
+        return ret;
     }
     drbd_wait_applies(peer, &peer->resync_inflight);
 

@@ -19,6 +19,7 @@
 #include "trace.h"
 
 #include "drbd-int.h"
+#include "gate.h"
 
 /*
  * An ack for one of our requests arrived on the meta channel.  One for a
@@ -31,6 +32,8 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
 {
     BDRVDrbdState *s = peer->s;
     DrbdRequest *req;
+    DrbdGate gate;
+    Error *err = NULL;
 
     if (ack->id & DRBD_RESYNC_ID_FLAG) {
         drbd_resync_acked(peer, cmd, ack);
@@ -38,10 +41,11 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
     }
 
     qemu_mutex_lock(&s->lock);
-    if (ack->id == 0 || ack->id > s->next_req_id) {
+    gate = (DrbdGate) { .last_req_id = s->next_req_id };
+    if (drbd_gate_write_ack(&gate, cmd, ack, &err) < 0) {
         qemu_mutex_unlock(&s->lock);
-        drbd_peer_fail(peer, "%s for request %" PRIu64 ", which was never "
-                       "sent", drbd_cmd_name(cmd), ack->id);
+        drbd_peer_fail(peer, "%s", error_get_pretty(err));
+        error_free(err);
         return;
     }
     req = drbd_req_find_locked(s, ack->id);
@@ -142,15 +146,12 @@ static int drbd_peer_state_changed(DrbdPeer *peer, const DrbdStatePacket *st,
                                    Error **errp)
 {
     BDRVDrbdState *s = peer->s;
-    bool both_primary;
+    DrbdGate gate;
 
     qemu_mutex_lock(&s->lock);
-    both_primary = st->role == DRBD_ROLE_PRIMARY &&
-                   s->role == DRBD_ROLE_PRIMARY;
+    gate = (DrbdGate) { .role = s->role };
     qemu_mutex_unlock(&s->lock);
-    if (both_primary) {
-        error_setg(errp, "the peer became primary while this node is "
-                   "primary");
+    if (drbd_gate_state(&gate, st, errp) < 0) {
         return -EINVAL;
     }
     drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,

@@ -26,6 +26,9 @@
 #include "trace.h"
 
 #include "drbd-int.h"
+#include "gate.h"
+
+QEMU_BUILD_BUG_ON(DRBD_RESYNC_ID_FLAG != DRBD_GATE_RESYNC_ID);
 
 /* Tell the peer every range it lacks; returns < 0 if the send failed */
 static int coroutine_fn drbd_resync_announce(DrbdPeer *peer)
@@ -218,19 +221,15 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
 {
     BDRVDrbdState *s = peer->s;
     uint64_t offset = ack->id & ~DRBD_RESYNC_ID_FLAG;
+    DrbdGate gate = { .resync_chunks = peer->resync_chunks };
     bool finished = false;
-    gpointer bytes;
+    Error *err = NULL;
 
     qemu_mutex_lock(&s->lock);
-    /* It names a chunk in flight, by its id, offset and length */
-    if (cmd == DRBD_CMD_RECV_ACK || ack->offset != offset ||
-        !g_hash_table_lookup_extended(peer->resync_chunks, &offset, NULL,
-                                      &bytes) ||
-        GPOINTER_TO_UINT(bytes) != ack->bytes) {
+    if (drbd_gate_resync_ack(&gate, cmd, ack, &err) < 0) {
         qemu_mutex_unlock(&s->lock);
-        drbd_peer_fail(peer, "%s for a resync block never sent or already "
-                       "acked (offset %" PRIu64 ", %" PRIu32 " bytes)",
-                       drbd_cmd_name(cmd), ack->offset, ack->bytes);
+        drbd_peer_fail(peer, "%s", error_get_pretty(err));
+        error_free(err);
         return;
     }
     g_hash_table_remove(peer->resync_chunks, &offset);

@@ -18,6 +18,7 @@
 #include "trace.h"
 
 #include "drbd-int.h"
+#include "gate.h"
 
 void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
 {
@@ -90,20 +91,16 @@ DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
 int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
                                  Error **errp)
 {
+    DrbdGate gate = {
+        .epoch_acked_upto = s->conn.barrier_acked_upto,
+        .cur_epoch = s->conn.cur_epoch,
+    };
     DrbdRequest *req, *next;
+    int ret;
 
-    if ((int32_t)(epoch - s->conn.barrier_acked_upto) < 0 ||
-        (int32_t)(epoch - s->conn.cur_epoch) >= 0) {
-        if (s->conn.barrier_acked_upto == s->conn.cur_epoch) {
-            error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but no "
-                       "epoch waits for an ack", epoch);
-        } else {
-            error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but the "
-                       "epochs waiting for an ack are %" PRIu32 " to %"
-                       PRIu32, epoch, s->conn.barrier_acked_upto,
-                       s->conn.cur_epoch - 1);
-        }
-        return -EPROTO;
+    ret = drbd_gate_barrier_ack(&gate, epoch, errp);
+    if (ret < 0) {
+        return ret;
     }
 
     QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {

@@ -1,0 +1,186 @@
+/*
+ * DRBD-style replication: what a peer's packet may do, given the state
+ *
+ * See gate.h.  Every check reads the fields of the DrbdGate that the
+ * header names and nothing else, and changes nothing: what an accepted
+ * packet does to the state is the caller's business.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "gate.h"
+
+static bool is_ack_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_RECV_ACK || cmd == DRBD_CMD_WRITE_ACK ||
+           cmd == DRBD_CMD_NEG_ACK;
+}
+
+static bool is_guest_write_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_ZEROES ||
+           cmd == DRBD_CMD_DISCARD;
+}
+
+bool drbd_gate_bitmap_range(uint64_t disk_size, uint64_t offset,
+                            uint64_t bytes)
+{
+    return bytes && offset < disk_size && bytes <= disk_size - offset &&
+           QEMU_IS_ALIGNED(offset, DRBD_GATE_BM_BLOCK) &&
+           (QEMU_IS_ALIGNED(offset + bytes, DRBD_GATE_BM_BLOCK) ||
+            offset + bytes == disk_size);
+}
+
+int drbd_gate_write_ack(const DrbdGate *g, uint16_t cmd,
+                        const DrbdBlockAck *ack, Error **errp)
+{
+    if (!is_ack_cmd(cmd)) {
+        error_setg(errp, "%s packet is not an ack of a write",
+                   drbd_cmd_name(cmd));
+        return -EINVAL;
+    }
+    if (ack->id == 0 || ack->id > g->last_req_id) {
+        error_setg(errp, "%s for request %" PRIu64 ", which was never sent",
+                   drbd_cmd_name(cmd), ack->id);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_resync_ack(const DrbdGate *g, uint16_t cmd,
+                         const DrbdBlockAck *ack, Error **errp)
+{
+    uint64_t offset = ack->id & ~DRBD_GATE_RESYNC_ID;
+    gpointer bytes;
+
+    /*
+     * It names a chunk in flight by its id, offset and length; a resync
+     * chunk is only ever acked once it is on disk (or failed)
+     */
+    if (!is_ack_cmd(cmd) || cmd == DRBD_CMD_RECV_ACK ||
+        !(ack->id & DRBD_GATE_RESYNC_ID) || ack->offset != offset ||
+        !g->resync_chunks ||
+        !g_hash_table_lookup_extended(g->resync_chunks, &offset, NULL,
+                                      &bytes) ||
+        GPOINTER_TO_UINT(bytes) != ack->bytes) {
+        error_setg(errp, "%s for a resync block never sent or already "
+                   "acked (offset %" PRIu64 ", %" PRIu32 " bytes)",
+                   drbd_cmd_name(cmd), ack->offset, ack->bytes);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * The peer acks the epochs in order, so an ack may name any epoch that
+ * waits for one (it covers those before it too), and nothing else
+ */
+int drbd_gate_barrier_ack(const DrbdGate *g, uint32_t epoch, Error **errp)
+{
+    if ((int32_t)(epoch - g->epoch_acked_upto) >= 0 &&
+        (int32_t)(epoch - g->cur_epoch) < 0) {
+        return 0;
+    }
+    if (g->epoch_acked_upto == g->cur_epoch) {
+        error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but no epoch "
+                   "waits for an ack", epoch);
+    } else {
+        error_setg(errp, "BARRIER_ACK for epoch %" PRIu32 ", but the "
+                   "epochs waiting for an ack are %" PRIu32 " to %" PRIu32,
+                   epoch, g->epoch_acked_upto, g->cur_epoch - 1);
+    }
+    return -EINVAL;
+}
+
+int drbd_gate_write(const DrbdGate *g, uint16_t cmd,
+                    const DrbdDataPacket *p, Error **errp)
+{
+    if (!is_guest_write_cmd(cmd) && cmd != DRBD_CMD_RS_DATA) {
+        error_setg(errp, "%s packet is not a write", drbd_cmd_name(cmd));
+        return -EINVAL;
+    }
+    /* A primary that receives a write talks to a peer that is one too */
+    if (g->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "received a %s packet while primary",
+                   drbd_cmd_name(cmd));
+        return -EINVAL;
+    }
+    /* Guest writes come from a primary; resync data from our sync source */
+    if (cmd == DRBD_CMD_RS_DATA ? !g->sync_target :
+        g->peer_role != DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "received a %s packet from a %s peer that is not "
+                   "our sync source", drbd_cmd_name(cmd),
+                   DrbdRole_str(g->peer_role));
+        return -EINVAL;
+    }
+    if (cmd == DRBD_CMD_RS_DATA &&
+        !drbd_gate_bitmap_range(g->disk_size, p->offset, p->bytes)) {
+        error_setg(errp, "resync data at %" PRIu64 " (%" PRIu32 " bytes) "
+                   "is not aligned to the bitmap's 4 KiB blocks",
+                   p->offset, p->bytes);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_out_of_sync(const DrbdGate *g, const DrbdBlockAck *range,
+                          Error **errp)
+{
+    if (!drbd_gate_bitmap_range(g->disk_size, range->offset, range->bytes)) {
+        error_setg(errp, "OUT_OF_SYNC at %" PRIu64 " (%" PRIu32 " bytes) is "
+                   "not aligned to the bitmap's 4 KiB blocks", range->offset,
+                   range->bytes);
+        return -EINVAL;
+    }
+    if (g->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "the peer wants to resync a primary");
+        return -EINVAL;
+    }
+    /*
+     * The handshake made us its sync target, or the peer is an up-to-date
+     * primary (which resyncs what it marked while connected); nobody else
+     * may overwrite our data
+     */
+    if (!g->sync_target &&
+        (g->decision == DRBD_SYNC_SOURCE ||
+         g->decision == DRBD_SYNC_FULL_SOURCE ||
+         g->peer_role != DRBD_ROLE_PRIMARY ||
+         g->peer_disk != DRBD_DISK_STATE_UP_TO_DATE)) {
+        error_setg(errp, "OUT_OF_SYNC from a %s peer whose disk is %s, which "
+                   "the handshake did not make our sync source (it decided "
+                   "%s)", DrbdRole_str(g->peer_role),
+                   DrbdDiskState_str(g->peer_disk),
+                   drbd_sync_decision_str(g->decision));
+        return -EINVAL;
+    }
+    if (g->cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
+        error_setg(errp, "split brain: both nodes hold changes the other "
+                   "lacks");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_resync_done(const DrbdGate *g, Error **errp)
+{
+    if (!g->sync_target) {
+        error_setg(errp, "RS_DONE, but no resync to this node runs");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
+                    Error **errp)
+{
+    if (st->role == DRBD_ROLE_PRIMARY && g->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "the peer became primary while this node is "
+                   "primary");
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,134 @@
+/*
+ * DRBD-style replication: what a peer's packet may do, given the state
+ *
+ * Pure code: no I/O, no locks, no QEMU globals.  The wire decoders
+ * (wire.h) check that a packet is well formed; the gate checks that it
+ * makes sense now, from what the receiving node knows: an ack names
+ * something that was sent, a resync comes from the node that the
+ * handshake made our sync source, a range lines up with the bitmap.  A
+ * packet that fails here is a protocol error: the receiver drops the
+ * connection with the gate's message.
+ *
+ * The driver fills a DrbdGate under its lock with what it knows at the
+ * moment a packet arrives, and asks; the fuzzer (tests/fuzz/fuzz-gate.c)
+ * keeps one as its model of a node and feeds it whole packet sequences.
+ * Each function reads only the fields its comment names.
+ *
+ *   packet                      accepted when
+ *   RECV_ACK, WRITE_ACK,        guest write: 0 < id <= last_req_id
+ *   NEG_ACK                     resync (id has DRBD_GATE_RESYNC_ID):
+ *                               not RECV_ACK, and a chunk in flight
+ *                               with that id, offset and length
+ *   BARRIER_ACK                 an epoch that was closed, not yet acked
+ *   DATA, ZEROES, DISCARD       not primary, the peer is primary
+ *   RS_DATA                     not primary, sync target, a bitmap range
+ *   OUT_OF_SYNC                 a bitmap range; not primary; our sync
+ *                               source by the handshake, or an
+ *                               up-to-date primary; not sync source
+ *   RS_DONE                     sync target
+ *   STATE                       not primary while we are
+ *
+ * A "bitmap range" is non-empty, inside the disk, starts on a 4 KiB
+ * block of the out-of-sync bitmap and ends on one or at the end of the
+ * disk.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef BLOCK_DRBD_GATE_H
+#define BLOCK_DRBD_GATE_H
+
+#include "qapi/error.h"
+#include "qapi/qapi-types-drbd.h"
+#include "uuid.h"
+#include "wire.h"
+
+/*
+ * The id of a resync chunk: this bit and the chunk's offset.  Guest
+ * request ids count from 1 and never reach it.
+ */
+#define DRBD_GATE_RESYNC_ID     (1ULL << 63)
+
+/* The out-of-sync bitmap's block: resync ranges are aligned to it */
+#define DRBD_GATE_BM_BLOCK      4096
+
+typedef struct DrbdGate {
+    /* The device */
+    uint64_t disk_size;         /* bytes of data */
+
+    /* This node */
+    DrbdRole role;
+    DrbdConnState cstate;       /* SYNC_SOURCE: we resync the peer */
+    bool sync_target;           /* a resync to this node runs */
+
+    /* The peer, as its latest STATE said, and what the handshake decided */
+    DrbdRole peer_role;
+    DrbdDiskState peer_disk;
+    DrbdSyncDecision decision;
+
+    /* What this node sent: guest writes have ids 1 .. last_req_id */
+    uint64_t last_req_id;
+    /*
+     * Epochs sent: the ones from epoch_acked_upto up to, not including,
+     * cur_epoch (in serial arithmetic) are closed and wait for their ack
+     */
+    uint32_t epoch_acked_upto;
+    uint32_t cur_epoch;
+    /*
+     * Resync chunks sent and not yet acked: from a pointer to the
+     * chunk's offset (uint64_t) to its length (GUINT_TO_POINTER), as
+     * g_hash_table_new(g_int64_hash, g_int64_equal) keys them
+     */
+    GHashTable *resync_chunks;
+} DrbdGate;
+
+/*
+ * Whether [@offset, @offset + @bytes) is a bitmap range of a disk of
+ * @disk_size bytes (see above)
+ */
+bool drbd_gate_bitmap_range(uint64_t disk_size, uint64_t offset,
+                            uint64_t bytes);
+
+/*
+ * A RECV_ACK, WRITE_ACK or NEG_ACK (@cmd) for a guest write.
+ * Reads last_req_id.
+ */
+int drbd_gate_write_ack(const DrbdGate *g, uint16_t cmd,
+                        const DrbdBlockAck *ack, Error **errp);
+
+/*
+ * The same for a resync chunk (the id has DRBD_GATE_RESYNC_ID).  A
+ * NEG_ACK passes: it names a chunk, whose write failed.
+ * Reads resync_chunks.
+ */
+int drbd_gate_resync_ack(const DrbdGate *g, uint16_t cmd,
+                         const DrbdBlockAck *ack, Error **errp);
+
+/* A BARRIER_ACK for @epoch.  Reads epoch_acked_upto and cur_epoch. */
+int drbd_gate_barrier_ack(const DrbdGate *g, uint32_t epoch, Error **errp);
+
+/*
+ * A DATA, ZEROES, DISCARD or RS_DATA (@cmd) packet @p.
+ * Reads role, peer_role, sync_target and (RS_DATA) disk_size.
+ */
+int drbd_gate_write(const DrbdGate *g, uint16_t cmd,
+                    const DrbdDataPacket *p, Error **errp);
+
+/*
+ * An OUT_OF_SYNC for @range.  Reads disk_size, role, cstate,
+ * sync_target, peer_role, peer_disk and decision.  When it passes, this
+ * node is (or stays) the sync target.
+ */
+int drbd_gate_out_of_sync(const DrbdGate *g, const DrbdBlockAck *range,
+                          Error **errp);
+
+/* An RS_DONE.  Reads sync_target. */
+int drbd_gate_resync_done(const DrbdGate *g, Error **errp);
+
+/* A STATE packet @st.  Reads role. */
+int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
+                    Error **errp);
+
+#endif /* BLOCK_DRBD_GATE_H */

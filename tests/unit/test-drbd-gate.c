@@ -1,0 +1,380 @@
+/*
+ * Unit tests for the receive-side checks of a peer's packets
+ * (block/drbd/gate.c): every rule of gate.h's table, each at its edges,
+ * and the message that names the reason
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "../../block/drbd/gate.h"
+
+#define DISK_SIZE   (64 * MiB)
+#define BM          DRBD_GATE_BM_BLOCK
+
+static void assert_ok(int ret, Error *err)
+{
+    g_assert_null(err);
+    g_assert_cmpint(ret, ==, 0);
+}
+
+/* Assert a refusal: -EINVAL and an Error whose message contains @msg */
+static void assert_refused(int ret, Error **errp, const char *msg)
+{
+    g_assert_cmpint(ret, ==, -EINVAL);
+    g_assert_nonnull(*errp);
+    if (!strstr(error_get_pretty(*errp), msg)) {
+        g_test_message("message: %s", error_get_pretty(*errp));
+        g_assert_not_reached();
+    }
+    error_free(*errp);
+    *errp = NULL;
+}
+
+/* A secondary connected to an up-to-date primary, nothing in flight */
+static DrbdGate secondary(void)
+{
+    return (DrbdGate) {
+        .disk_size = DISK_SIZE,
+        .role = DRBD_ROLE_SECONDARY,
+        .cstate = DRBD_CONN_STATE_CONNECTED,
+        .peer_role = DRBD_ROLE_PRIMARY,
+        .peer_disk = DRBD_DISK_STATE_UP_TO_DATE,
+        .decision = DRBD_SYNC_NONE,
+    };
+}
+
+static void test_bitmap_range(void)
+{
+    /* a disk whose last bitmap block is short: 3 blocks and 512 bytes */
+    uint64_t size = 3 * BM + 512;
+
+    g_assert_true(drbd_gate_bitmap_range(size, 0, BM));
+    g_assert_true(drbd_gate_bitmap_range(size, BM, 2 * BM));
+    g_assert_true(drbd_gate_bitmap_range(size, 3 * BM, 512));
+    g_assert_true(drbd_gate_bitmap_range(size, 0, size));
+
+    g_assert_false(drbd_gate_bitmap_range(size, 0, 0));
+    g_assert_false(drbd_gate_bitmap_range(size, 512, BM));
+    g_assert_false(drbd_gate_bitmap_range(size, 0, 512));
+    g_assert_false(drbd_gate_bitmap_range(size, 3 * BM, BM));
+    g_assert_false(drbd_gate_bitmap_range(size, 4 * BM, BM));
+    g_assert_false(drbd_gate_bitmap_range(size, size, 512));
+    g_assert_false(drbd_gate_bitmap_range(0, 0, BM));
+    /* sums that overflow are not ranges */
+    g_assert_false(drbd_gate_bitmap_range(UINT64_MAX, UINT64_MAX - BM + 1,
+                                          2 * BM));
+    g_assert_false(drbd_gate_bitmap_range(size, BM, UINT64_MAX));
+}
+
+static void test_write_ack(void)
+{
+    DrbdGate g = secondary();
+    DrbdBlockAck ack = { .offset = 0, .bytes = 512 };
+    Error *err = NULL;
+
+    g.last_req_id = 5;
+    for (ack.id = 1; ack.id <= 5; ack.id++) {
+        assert_ok(drbd_gate_write_ack(&g, DRBD_CMD_RECV_ACK, &ack, &err),
+                  err);
+        assert_ok(drbd_gate_write_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err),
+                  err);
+        assert_ok(drbd_gate_write_ack(&g, DRBD_CMD_NEG_ACK, &ack, &err),
+                  err);
+    }
+
+    ack.id = 0;
+    assert_refused(drbd_gate_write_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err),
+                   &err, "WRITE_ACK for request 0, which was never sent");
+    ack.id = 6;
+    assert_refused(drbd_gate_write_ack(&g, DRBD_CMD_RECV_ACK, &ack, &err),
+                   &err, "RECV_ACK for request 6, which was never sent");
+    ack.id = UINT64_MAX;
+    assert_refused(drbd_gate_write_ack(&g, DRBD_CMD_NEG_ACK, &ack, &err),
+                   &err, "which was never sent");
+    ack.id = 1;
+    assert_refused(drbd_gate_write_ack(&g, DRBD_CMD_OUT_OF_SYNC, &ack, &err),
+                   &err, "is not an ack of a write");
+
+    /* nothing sent yet: no ack at all */
+    g.last_req_id = 0;
+    assert_refused(drbd_gate_write_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err),
+                   &err, "request 1, which was never sent");
+}
+
+static void add_chunk(GHashTable *chunks, uint64_t offset, uint32_t bytes)
+{
+    g_hash_table_insert(chunks, g_memdup2(&offset, sizeof(offset)),
+                        GUINT_TO_POINTER(bytes));
+}
+
+static void test_resync_ack(void)
+{
+    g_autoptr(GHashTable) chunks = g_hash_table_new_full(g_int64_hash,
+                                                         g_int64_equal,
+                                                         g_free, NULL);
+    DrbdGate g = { .resync_chunks = chunks };
+    DrbdBlockAck ack = {
+        .offset = 256 * KiB, .bytes = 256 * KiB,
+        .id = DRBD_GATE_RESYNC_ID | 256 * KiB,
+    };
+    DrbdBlockAck bad;
+    Error *err = NULL;
+
+    /* no chunk in flight */
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err),
+                   &err, "WRITE_ACK for a resync block never sent or "
+                   "already acked (offset 262144, 262144 bytes)");
+
+    add_chunk(chunks, 0, 256 * KiB);
+    add_chunk(chunks, 256 * KiB, 256 * KiB);
+    assert_ok(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err), err);
+    /* a failed write names its chunk too */
+    assert_ok(drbd_gate_resync_ack(&g, DRBD_CMD_NEG_ACK, &ack, &err), err);
+    /* the target never acks resync data on receipt */
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_RECV_ACK, &ack, &err),
+                   &err, "RECV_ACK for a resync block never sent");
+
+    /* id, offset and length must all match the chunk */
+    bad = ack;
+    bad.bytes = 4 * KiB;
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &bad, &err),
+                   &err, "never sent or already acked");
+    bad = ack;
+    bad.offset = 0;
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &bad, &err),
+                   &err, "never sent or already acked");
+    bad = ack;
+    bad.id = ack.offset;
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &bad, &err),
+                   &err, "never sent or already acked");
+    bad = ack;
+    bad.offset = bad.id = DRBD_GATE_RESYNC_ID | 512 * KiB;
+    bad.offset &= ~DRBD_GATE_RESYNC_ID;
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &bad, &err),
+                   &err, "never sent or already acked");
+
+    /* acked once: gone */
+    g_hash_table_remove(chunks, &ack.offset);
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err),
+                   &err, "never sent or already acked");
+
+    /* a node without a resync table has no chunk in flight */
+    g.resync_chunks = NULL;
+    ack.offset = 0;
+    ack.id = DRBD_GATE_RESYNC_ID;
+    assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &ack, &err),
+                   &err, "never sent or already acked");
+}
+
+static void test_barrier_ack(void)
+{
+    DrbdGate g = { .epoch_acked_upto = 7, .cur_epoch = 7 };
+    Error *err = NULL;
+    uint32_t e;
+
+    assert_refused(drbd_gate_barrier_ack(&g, 7, &err), &err,
+                   "BARRIER_ACK for epoch 7, but no epoch waits for an ack");
+    assert_refused(drbd_gate_barrier_ack(&g, 6, &err), &err,
+                   "no epoch waits");
+
+    g.cur_epoch = 10;
+    for (e = 7; e < 10; e++) {
+        assert_ok(drbd_gate_barrier_ack(&g, e, &err), err);
+    }
+    assert_refused(drbd_gate_barrier_ack(&g, 10, &err), &err,
+                   "BARRIER_ACK for epoch 10, but the epochs waiting for an "
+                   "ack are 7 to 9");
+    assert_refused(drbd_gate_barrier_ack(&g, 6, &err), &err, "7 to 9");
+    assert_refused(drbd_gate_barrier_ack(&g, UINT32_MAX, &err), &err,
+                   "7 to 9");
+
+    /* epoch numbers wrap */
+    g.epoch_acked_upto = UINT32_MAX - 1;
+    g.cur_epoch = 2;
+    assert_ok(drbd_gate_barrier_ack(&g, UINT32_MAX - 1, &err), err);
+    assert_ok(drbd_gate_barrier_ack(&g, UINT32_MAX, &err), err);
+    assert_ok(drbd_gate_barrier_ack(&g, 0, &err), err);
+    assert_ok(drbd_gate_barrier_ack(&g, 1, &err), err);
+    assert_refused(drbd_gate_barrier_ack(&g, 2, &err), &err,
+                   "are 4294967294 to 1");
+    assert_refused(drbd_gate_barrier_ack(&g, UINT32_MAX - 2, &err), &err,
+                   "are 4294967294 to 1");
+}
+
+static void test_guest_write(void)
+{
+    static const uint16_t cmds[] = {
+        DRBD_CMD_DATA, DRBD_CMD_ZEROES, DRBD_CMD_DISCARD,
+    };
+    DrbdDataPacket p = { .offset = 512, .bytes = 512, .id = 1 };
+    Error *err = NULL;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+        DrbdGate g = secondary();
+
+        /* the range is the decoder's business: any is fine here */
+        assert_ok(drbd_gate_write(&g, cmds[i], &p, &err), err);
+
+        g.role = DRBD_ROLE_PRIMARY;
+        assert_refused(drbd_gate_write(&g, cmds[i], &p, &err), &err,
+                       "packet while primary");
+
+        g = secondary();
+        g.peer_role = DRBD_ROLE_SECONDARY;
+        assert_refused(drbd_gate_write(&g, cmds[i], &p, &err), &err,
+                       "from a secondary peer that is not our sync source");
+        g.peer_role = DRBD_ROLE_UNKNOWN;
+        assert_refused(drbd_gate_write(&g, cmds[i], &p, &err), &err,
+                       "from a unknown peer");
+        /* being a sync target does not let a secondary send guest writes */
+        g.sync_target = true;
+        assert_refused(drbd_gate_write(&g, cmds[i], &p, &err), &err,
+                       "not our sync source");
+    }
+
+    {
+        DrbdGate g = secondary();
+
+        assert_refused(drbd_gate_write(&g, DRBD_CMD_BARRIER, &p, &err),
+                       &err, "BARRIER packet is not a write");
+    }
+}
+
+static void test_resync_data(void)
+{
+    DrbdGate g = secondary();
+    DrbdDataPacket p = { .offset = BM, .bytes = 2 * BM };
+    Error *err = NULL;
+
+    /* not a sync target: the peer may not overwrite our data */
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), &err,
+                   "received a RS_DATA packet from a primary peer that is "
+                   "not our sync source");
+
+    g.sync_target = true;
+    assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), err);
+    /* from a secondary too: the handshake decided */
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), err);
+
+    p.offset = 512;
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), &err,
+                   "resync data at 512 (8192 bytes) is not aligned to the "
+                   "bitmap's 4 KiB blocks");
+    p.offset = DISK_SIZE - BM;
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), &err,
+                   "is not aligned");
+    p.bytes = BM;
+    assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), err);
+
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), &err,
+                   "received a RS_DATA packet while primary");
+}
+
+static void test_out_of_sync(void)
+{
+    static const DrbdSyncDecision sources[] = {
+        DRBD_SYNC_SOURCE, DRBD_SYNC_FULL_SOURCE,
+    };
+    DrbdBlockAck range = { .offset = 0, .bytes = 64 * KiB };
+    DrbdGate g = secondary();
+    Error *err = NULL;
+    size_t i;
+
+    /* an up-to-date primary marks what it wrote while we were away */
+    assert_ok(drbd_gate_out_of_sync(&g, &range, &err), err);
+
+    range.offset = 512;
+    range.bytes = 512;
+    assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                   "OUT_OF_SYNC at 512 (512 bytes) is not aligned to the "
+                   "bitmap's 4 KiB blocks");
+    range.offset = DISK_SIZE;
+    range.bytes = BM;
+    assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                   "is not aligned");
+    range.offset = 0;
+
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                   "the peer wants to resync a primary");
+    g.role = DRBD_ROLE_SECONDARY;
+
+    /* the handshake made us the source: the peer may not */
+    for (i = 0; i < ARRAY_SIZE(sources); i++) {
+        g.decision = sources[i];
+        assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                       "which the handshake did not make our sync source");
+    }
+    g.decision = DRBD_SYNC_NONE;
+    g.peer_disk = DRBD_DISK_STATE_CONSISTENT;
+    assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                   "OUT_OF_SYNC from a primary peer whose disk is "
+                   "consistent, which the handshake did not make our sync "
+                   "source (it decided none)");
+    g.peer_disk = DRBD_DISK_STATE_UP_TO_DATE;
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                   "OUT_OF_SYNC from a secondary peer");
+
+    /* the handshake made us the target: from a secondary too */
+    g.sync_target = true;
+    g.decision = DRBD_SYNC_TARGET;
+    assert_ok(drbd_gate_out_of_sync(&g, &range, &err), err);
+
+    /* both sides resyncing the other: split brain */
+    g.cstate = DRBD_CONN_STATE_SYNC_SOURCE;
+    assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                   "split brain: both nodes hold changes the other lacks");
+}
+
+static void test_resync_done(void)
+{
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    assert_refused(drbd_gate_resync_done(&g, &err), &err,
+                   "RS_DONE, but no resync to this node runs");
+    g.sync_target = true;
+    assert_ok(drbd_gate_resync_done(&g, &err), err);
+}
+
+static void test_state(void)
+{
+    DrbdStatePacket st = {
+        .role = DRBD_ROLE_PRIMARY,
+        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+    };
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_state(&g, &st, &err), &err,
+                   "the peer became primary while this node is primary");
+    st.role = DRBD_ROLE_SECONDARY;
+    assert_ok(drbd_gate_state(&g, &st, &err), err);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    g_test_add_func("/drbd-gate/bitmap-range", test_bitmap_range);
+    g_test_add_func("/drbd-gate/write-ack", test_write_ack);
+    g_test_add_func("/drbd-gate/resync-ack", test_resync_ack);
+    g_test_add_func("/drbd-gate/barrier-ack", test_barrier_ack);
+    g_test_add_func("/drbd-gate/guest-write", test_guest_write);
+    g_test_add_func("/drbd-gate/resync-data", test_resync_data);
+    g_test_add_func("/drbd-gate/out-of-sync", test_out_of_sync);
+    g_test_add_func("/drbd-gate/resync-done", test_resync_done);
+    g_test_add_func("/drbd-gate/state", test_state);
+
+    return g_test_run();
+}
