@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/bswap.h"
+#include "qemu/cutils.h"
 #include "../../block/drbd/rle.h"
 #include "../../block/drbd/wire.h"
 
@@ -23,7 +24,8 @@
 #define HELLO_NAME      18
 #define SIZES_SIZE      16
 #define SIZES_PROTOCOL  12
-#define SIZES_PAD       13
+#define SIZES_INTEGRITY 13
+#define SIZES_PAD       14
 #define STATE_SIZE      4
 #define DATA_OFFSET     0
 #define DATA_FLAGS      20
@@ -36,6 +38,9 @@
 #define ACK_SIZE        24
 #define BARRIER_FLAGS   8
 #define BARRIER_SIZE    12
+#define AUTH_CHALLENGE_DIGEST   0
+#define AUTH_CHALLENGE_NONCE    4
+#define AUTH_CHALLENGE_SIZE     36
 
 #define DISK_SIZE       (64 * MiB)
 
@@ -45,6 +50,23 @@
  */
 #define CMD_RESERVED    14
 #define DP_RESERVED     (1u << 1)
+
+/* The lowest HELLO flag that means nothing yet */
+#define HELLO_RESERVED  (1u << 3)
+
+/* The lengths of the digests of data-integrity-alg's algorithms */
+static const uint32_t digest_lens[] = { 4, 16, 20, 28, 32, 48, 64 };
+
+/* The digests that can key an HMAC, and those that cannot */
+static const uint32_t hmac_digests[] = {
+    DRBD_DIGEST_MD5, DRBD_DIGEST_SHA1, DRBD_DIGEST_SHA224,
+    DRBD_DIGEST_SHA256, DRBD_DIGEST_SHA384, DRBD_DIGEST_SHA512,
+    DRBD_DIGEST_RIPEMD160,
+};
+static const uint32_t non_hmac_digests[] = {
+    DRBD_DIGEST_NONE, DRBD_DIGEST_CRC32C, DRBD_DIGEST__MAX, 0x100,
+    0x80000000, UINT32_MAX,
+};
 
 static const uint16_t block_ack_cmds[] = {
     DRBD_CMD_RECV_ACK, DRBD_CMD_WRITE_ACK, DRBD_CMD_NEG_ACK,
@@ -105,10 +127,17 @@ static void fill_pattern(uint8_t *buf, size_t len, uint8_t seed)
     }
 }
 
-static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
-                               uint32_t flags, uint8_t **datap)
+/*
+ * A DATA, RS_DATA, ZEROES or DISCARD packet; DATA and RS_DATA carry a
+ * pattern as data and, if @digest_len is not 0, a digest of that many
+ * bytes (a pattern too: the codec does not compute digests)
+ */
+static GByteArray *digest_packet(uint16_t cmd, uint64_t offset,
+                                 uint32_t bytes, uint32_t flags,
+                                 uint32_t digest_len, uint8_t **datap)
 {
     GByteArray *pkt = g_byte_array_new();
+    uint8_t digest[DRBD_WIRE_DIGEST_MAX];
     uint8_t *data = NULL;
     DrbdDataPacket p = {
         .offset = offset,
@@ -124,6 +153,14 @@ static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
         data = g_malloc(bytes);
         fill_pattern(data, bytes, offset / 512);
         p.data = data;
+        if (digest_len) {
+            g_assert_cmpuint(digest_len, <=, sizeof(digest));
+            fill_pattern(digest, digest_len, 0xd0 + digest_len);
+            p.digest = digest;
+            p.digest_len = digest_len;
+        }
+    } else {
+        g_assert_cmpuint(digest_len, ==, 0);
     }
     drbd_wire_put_data(pkt, cmd, &p);
     if (datap) {
@@ -132,6 +169,12 @@ static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
         g_free(data);
     }
     return pkt;
+}
+
+static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
+                               uint32_t flags, uint8_t **datap)
+{
+    return digest_packet(cmd, offset, bytes, flags, 0, datap);
 }
 
 /*
@@ -214,12 +257,21 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
             g_assert_cmpuint(p.flags & ~DRBD_DP_ALL, ==, 0);
             if (has_data) {
                 g_assert_cmpuint(p.bytes, <=, DRBD_WIRE_MAX_DATA);
-                g_assert_cmpuint(len, ==, DATA_SIZE + p.bytes);
-                g_assert_true(p.data == buf + DATA_SIZE);
+                g_assert_cmpuint(len, ==, DATA_SIZE + p.digest_len + p.bytes);
+                if (p.digest_len) {
+                    g_assert_cmpuint(p.digest_len, >=, DRBD_WIRE_DIGEST_MIN);
+                    g_assert_cmpuint(p.digest_len, <=, DRBD_WIRE_DIGEST_MAX);
+                    g_assert_true(p.digest == buf + DATA_SIZE);
+                } else {
+                    g_assert_null(p.digest);
+                }
+                g_assert_true(p.data == buf + DATA_SIZE + p.digest_len);
             } else {
                 g_assert_cmpuint(p.bytes, <=, DRBD_WIRE_MAX_ZEROES);
                 g_assert_cmpuint(len, ==, DATA_SIZE);
                 g_assert_null(p.data);
+                g_assert_null(p.digest);
+                g_assert_cmpuint(p.digest_len, ==, 0);
             }
         }
         return ret;
@@ -256,6 +308,31 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         }
         return ret;
     }
+    case DRBD_CMD_AUTH_CHALLENGE: {
+        DrbdAuthChallenge c;
+
+        ret = drbd_wire_get_auth_challenge(buf, len, &c, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, AUTH_CHALLENGE_SIZE);
+            g_assert_cmpuint(c.digest, >=, DRBD_DIGEST_MD5);
+            g_assert_cmpuint(c.digest, <=, DRBD_DIGEST_RIPEMD160);
+            g_assert_cmpmem(c.nonce, DRBD_AUTH_NONCE_SIZE,
+                            buf + AUTH_CHALLENGE_NONCE, DRBD_AUTH_NONCE_SIZE);
+        }
+        return ret;
+    }
+    case DRBD_CMD_AUTH_RESPONSE: {
+        DrbdAuthResponse r;
+
+        ret = drbd_wire_get_auth_response(buf, len, &r, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(r.len, ==, len);
+            g_assert_cmpuint(r.len, >=, DRBD_AUTH_DIGEST_MIN);
+            g_assert_cmpuint(r.len, <=, DRBD_AUTH_DIGEST_MAX);
+            g_assert_cmpmem(r.digest, r.len, buf, len);
+        }
+        return ret;
+    }
     default:
         /* PING, PING_ACK, RS_DONE: nothing to decode but the length */
         if (len) {
@@ -283,6 +360,8 @@ static GPtrArray *valid_packets(void)
     DrbdBarrier barrier = {
         .epoch = 12, .set_size = 3, .flags = DRBD_BARRIER_FLUSH,
     };
+    DrbdAuthChallenge challenge = { .digest = DRBD_DIGEST_SHA256 };
+    DrbdAuthResponse response = { .len = DRBD_AUTH_DIGEST_MIN };
     GByteArray *pkt;
     size_t i;
 
@@ -334,7 +413,52 @@ static GPtrArray *valid_packets(void)
         g_ptr_array_add(pkts, pkt);
     }
 
+    hello.flags = DRBD_HELLO_ALL;
+    pkt = g_byte_array_new();
+    drbd_wire_put_hello(pkt, &hello);
+    g_ptr_array_add(pkts, pkt);
+
+    sizes.integrity = DRBD_DIGEST_CRC32C;
+    pkt = g_byte_array_new();
+    drbd_wire_put_sizes(pkt, &sizes);
+    g_ptr_array_add(pkts, pkt);
+
+    memset(challenge.nonce, 0x5a, sizeof(challenge.nonce));
+    pkt = g_byte_array_new();
+    drbd_wire_put_auth_challenge(pkt, &challenge);
+    g_ptr_array_add(pkts, pkt);
+
+    /* The shortest answer: a longer one's prefixes are answers too */
+    memset(response.digest, 0xa5, sizeof(response.digest));
+    pkt = g_byte_array_new();
+    drbd_wire_put_auth_response(pkt, &response);
+    g_ptr_array_add(pkts, pkt);
+
     return pkts;
+}
+
+/*
+ * Valid packets whose prefixes may be valid too, so that they are no use
+ * to test_truncation(): answers longer than the shortest, and data with
+ * a digest, whose length is what the payload leaves beside the data
+ */
+static void add_variable_packets(GPtrArray *pkts)
+{
+    DrbdAuthResponse response = { .len = DRBD_AUTH_DIGEST_MAX };
+    GByteArray *pkt;
+    size_t i;
+
+    memset(response.digest, 0x3c, sizeof(response.digest));
+    pkt = g_byte_array_new();
+    drbd_wire_put_auth_response(pkt, &response);
+    g_ptr_array_add(pkts, pkt);
+
+    for (i = 0; i < ARRAY_SIZE(digest_lens); i++) {
+        g_ptr_array_add(pkts, digest_packet(i & 1 ? DRBD_CMD_RS_DATA
+                                                  : DRBD_CMD_DATA,
+                                            4096 * i, 512 * (i + 1), 0,
+                                            digest_lens[i], NULL));
+    }
 }
 
 static void test_cmd_name(void)
@@ -1247,6 +1371,531 @@ static void test_state_invalid(void)
     assert_failed(drbd_wire_get_state(buf, STATE_SIZE - 1, &out, &err), &err);
 }
 
+/* HELLO says whether its sender requires TLS and a shared-secret proof */
+static void test_hello_flags(void)
+{
+    DrbdHello in = {
+        .version_min = 2, .version_max = 2, .node_id = 1, .resource = "r0",
+    };
+    uint8_t buf[HELLO_NAME + 2];
+    Error *err = NULL;
+    DrbdHello out;
+    uint32_t flags;
+
+    g_assert_cmpuint(DRBD_HELLO_META_CHANNEL, ==, 1u << 0);
+    g_assert_cmpuint(DRBD_HELLO_TLS, ==, 1u << 1);
+    g_assert_cmpuint(DRBD_HELLO_AUTH, ==, 1u << 2);
+    g_assert_cmpuint(DRBD_HELLO_ALL, ==, 7);
+
+    /* Every combination of the known flags goes through as it is */
+    for (flags = 0; flags <= DRBD_HELLO_ALL; flags++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        const uint8_t *payload;
+
+        in.flags = flags;
+        drbd_wire_put_hello(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_HELLO);
+        g_assert_cmpuint(ldl_be_p(payload + 12), ==, flags);
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_hello(payload, pkt->len - HDR, &out,
+                                            &error_abort), ==, 0);
+        g_assert_cmpuint(out.flags, ==, flags);
+        g_assert_cmpstr(out.resource, ==, "r0");
+    }
+
+    /* Bit 3 is the first unknown one: refused alone and with the others */
+    in.flags = 0;
+    {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_wire_put_hello(pkt, &in);
+        g_assert_cmpuint(pkt->len - HDR, ==, sizeof(buf));
+        memcpy(buf, pkt->data + HDR, sizeof(buf));
+    }
+    stl_be_p(buf + 12, HELLO_RESERVED);
+    assert_failed_with(drbd_wire_get_hello(buf, sizeof(buf), &out, &err),
+                       &err, "HELLO packet: unknown flags 0x8");
+    stl_be_p(buf + 12, DRBD_HELLO_TLS | DRBD_HELLO_AUTH | HELLO_RESERVED);
+    assert_failed_with(drbd_wire_get_hello(buf, sizeof(buf), &out, &err),
+                       &err, "HELLO packet: unknown flags 0x8");
+    stl_be_p(buf + 12, DRBD_HELLO_ALL | 0x80000000);
+    assert_failed_with(drbd_wire_get_hello(buf, sizeof(buf), &out, &err),
+                       &err, "HELLO packet: unknown flags 0x80000000");
+    stl_be_p(buf + 12, DRBD_HELLO_TLS | DRBD_HELLO_AUTH);
+    g_assert_cmpint(drbd_wire_get_hello(buf, sizeof(buf), &out,
+                                        &error_abort), ==, 0);
+}
+
+/* SIZES byte 13 names the data-integrity digest; 14 and 15 are padding */
+static void test_sizes_integrity(void)
+{
+    static const char *const names[DRBD_DIGEST__MAX] = {
+        "none", "md5", "sha1", "sha224", "sha256", "sha384", "sha512",
+        "ripemd160", "crc32c",
+    };
+    static const uint8_t unknown[] = { DRBD_DIGEST__MAX, 10, 0x80, 0xff };
+    DrbdSizes in = {
+        .disk_size = DISK_SIZE, .max_epoch_size = 2048, .protocol = 'C',
+    };
+    uint8_t buf[SIZES_SIZE];
+    Error *err = NULL;
+    DrbdSizes out;
+    unsigned i;
+
+    g_assert_cmpuint(DRBD_DIGEST__MAX, ==, 9);
+    for (i = 0; i < DRBD_DIGEST__MAX; i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        const uint8_t *payload;
+
+        g_assert_cmpstr(drbd_digest_name(i), ==, names[i]);
+        in.integrity = i;
+        drbd_wire_put_sizes(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_SIZES);
+        g_assert_cmpuint(pkt->len, ==, HDR + SIZES_SIZE);
+        g_assert_cmpuint(payload[SIZES_PROTOCOL], ==, 'C');
+        g_assert_cmpuint(payload[SIZES_INTEGRITY], ==, i);
+        g_assert_true(buffer_is_zero(payload + SIZES_PAD,
+                                     SIZES_SIZE - SIZES_PAD));
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_sizes(payload, SIZES_SIZE, &out,
+                                            &error_abort), ==, 0);
+        g_assert_cmpuint(out.integrity, ==, i);
+        g_assert_cmpuint(out.protocol, ==, 'C');
+        g_assert_cmpuint(out.disk_size, ==, DISK_SIZE);
+        g_assert_cmpuint(out.max_epoch_size, ==, 2048);
+    }
+    g_assert_cmpstr(drbd_digest_name(DRBD_DIGEST__MAX), ==, "unknown");
+    g_assert_cmpstr(drbd_digest_name(UINT32_MAX), ==, "unknown");
+
+    memset(buf, 0, sizeof(buf));
+    stq_be_p(buf, DISK_SIZE);
+    buf[SIZES_PROTOCOL] = 'A';
+    for (i = 0; i < ARRAY_SIZE(unknown); i++) {
+        g_autofree char *msg =
+            g_strdup_printf("SIZES packet: unknown data-integrity digest %u",
+                            unknown[i]);
+
+        buf[SIZES_INTEGRITY] = unknown[i];
+        memset(&out, 0xa5, sizeof(out));
+        assert_failed_with(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err),
+                           &err, msg);
+        /* a decoder that fails leaves its output alone */
+        g_assert_cmpuint(out.protocol, ==, 0xa5);
+    }
+    buf[SIZES_INTEGRITY] = DRBD_DIGEST_CRC32C;
+    g_assert_cmpint(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &error_abort),
+                    ==, 0);
+    g_assert_cmpuint(out.integrity, ==, DRBD_DIGEST_CRC32C);
+}
+
+/* AUTH_CHALLENGE: be32 digest, 32-byte nonce; only HMAC digests */
+static void test_auth_challenge(void)
+{
+    static const uint32_t bad_lengths[] = {
+        0, 4, AUTH_CHALLENGE_SIZE - 1, AUTH_CHALLENGE_SIZE + 1, 64,
+        DRBD_WIRE_MAX_PAYLOAD, UINT32_MAX,
+    };
+    uint8_t buf[AUTH_CHALLENGE_SIZE + 1];
+    uint8_t hdr[HDR];
+    Error *err = NULL;
+    DrbdAuthChallenge out;
+    DrbdHeader h;
+    size_t i;
+
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_AUTH_CHALLENGE), ==,
+                    "AUTH_CHALLENGE");
+    g_assert_cmpuint(DRBD_CMD_AUTH_CHALLENGE, ==, 22);
+
+    for (i = 0; i < ARRAY_SIZE(hmac_digests); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdAuthChallenge in = { .digest = hmac_digests[i] };
+        const uint8_t *payload;
+
+        fill_pattern(in.nonce, sizeof(in.nonce), i);
+        drbd_wire_put_auth_challenge(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_AUTH_CHALLENGE);
+        g_assert_cmpuint(pkt->len, ==, HDR + AUTH_CHALLENGE_SIZE);
+        g_assert_cmpuint(ldl_be_p(payload + AUTH_CHALLENGE_DIGEST), ==,
+                         in.digest);
+        g_assert_cmpmem(payload + AUTH_CHALLENGE_NONCE, DRBD_AUTH_NONCE_SIZE,
+                        in.nonce, sizeof(in.nonce));
+
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_auth_challenge(payload,
+                                                     AUTH_CHALLENGE_SIZE,
+                                                     &out, &error_abort),
+                        ==, 0);
+        g_assert_cmpuint(out.digest, ==, in.digest);
+        g_assert_cmpmem(out.nonce, sizeof(out.nonce), in.nonce,
+                        sizeof(in.nonce));
+    }
+
+    /* none, crc32c (no key) and numbers past the table key no HMAC */
+    memset(buf, 0x77, sizeof(buf));
+    for (i = 0; i < ARRAY_SIZE(non_hmac_digests); i++) {
+        g_autofree char *msg =
+            g_strdup_printf("AUTH_CHALLENGE packet: %" PRIu32 " is not an "
+                            "HMAC digest algorithm", non_hmac_digests[i]);
+
+        stl_be_p(buf + AUTH_CHALLENGE_DIGEST, non_hmac_digests[i]);
+        memset(&out, 0xa5, sizeof(out));
+        assert_failed_with(drbd_wire_get_auth_challenge(buf,
+                                                        AUTH_CHALLENGE_SIZE,
+                                                        &out, &err),
+                           &err, msg);
+        g_assert_cmpuint(out.digest, ==, 0xa5a5a5a5);
+        g_assert_cmpuint(out.nonce[0], ==, 0xa5);
+    }
+
+    /* A payload of any other length, a byte short or long included */
+    stl_be_p(buf + AUTH_CHALLENGE_DIGEST, DRBD_DIGEST_SHA256);
+    g_assert_cmpint(drbd_wire_get_auth_challenge(buf, AUTH_CHALLENGE_SIZE,
+                                                 &out, &error_abort), ==, 0);
+    for (i = 0; i <= sizeof(buf); i++) {
+        if (i != AUTH_CHALLENGE_SIZE) {
+            assert_failed(drbd_wire_get_auth_challenge(buf, i, &out, &err),
+                          &err);
+        }
+    }
+    assert_failed_with(drbd_wire_get_auth_challenge(buf,
+                                                    AUTH_CHALLENGE_SIZE - 1,
+                                                    &out, &err),
+                       &err, "AUTH_CHALLENGE packet: payload is 35 bytes "
+                       "(expected 36)");
+
+    /* ... and a header that announces one */
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_CHALLENGE, 0,
+                AUTH_CHALLENGE_SIZE);
+    g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==, 0);
+    g_assert_cmpuint(h.cmd, ==, DRBD_CMD_AUTH_CHALLENGE);
+    g_assert_cmpuint(h.length, ==, AUTH_CHALLENGE_SIZE);
+    for (i = 0; i < ARRAY_SIZE(bad_lengths); i++) {
+        make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_CHALLENGE, 0,
+                    bad_lengths[i]);
+        assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+    }
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_CHALLENGE, 0, 35);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "AUTH_CHALLENGE packet: payload length 35 is "
+                       "impossible (expected 36 bytes)");
+}
+
+/* AUTH_RESPONSE: the HMAC alone, 16 to 64 bytes */
+static void test_auth_response(void)
+{
+    static const uint32_t bad_lengths[] = {
+        0, 1, DRBD_AUTH_DIGEST_MIN - 1, DRBD_AUTH_DIGEST_MAX + 1, 128,
+        DRBD_WIRE_MAX_PAYLOAD, UINT32_MAX,
+    };
+    uint8_t buf[DRBD_AUTH_DIGEST_MAX + 1];
+    uint8_t hdr[HDR];
+    Error *err = NULL;
+    DrbdAuthResponse out;
+    DrbdHeader h;
+    uint32_t len;
+    size_t i;
+
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_AUTH_RESPONSE), ==,
+                    "AUTH_RESPONSE");
+    g_assert_cmpuint(DRBD_CMD_AUTH_RESPONSE, ==, 23);
+
+    for (len = DRBD_AUTH_DIGEST_MIN; len <= DRBD_AUTH_DIGEST_MAX; len++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdAuthResponse in = { .len = len };
+        const uint8_t *payload;
+
+        fill_pattern(in.digest, len, len);
+        drbd_wire_put_auth_response(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_AUTH_RESPONSE);
+        g_assert_cmpuint(pkt->len, ==, HDR + len);
+        g_assert_cmpmem(payload, len, in.digest, len);
+
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_auth_response(payload, len, &out,
+                                                    &error_abort), ==, 0);
+        g_assert_cmpuint(out.len, ==, len);
+        g_assert_cmpmem(out.digest, out.len, in.digest, len);
+    }
+
+    /* Shorter or longer than any HMAC we key */
+    fill_pattern(buf, sizeof(buf), 3);
+    for (i = 0; i <= sizeof(buf); i++) {
+        if (i >= DRBD_AUTH_DIGEST_MIN && i <= DRBD_AUTH_DIGEST_MAX) {
+            continue;
+        }
+        memset(&out, 0xa5, sizeof(out));
+        assert_failed(drbd_wire_get_auth_response(buf, i, &out, &err), &err);
+        g_assert_cmpuint(out.len, ==, 0xa5a5a5a5);
+    }
+    assert_failed_with(drbd_wire_get_auth_response(buf, 15, &out, &err),
+                       &err, "AUTH_RESPONSE packet: payload is 15 bytes "
+                       "(expected 16 to 64)");
+    assert_failed_with(drbd_wire_get_auth_response(buf, 65, &out, &err),
+                       &err, "AUTH_RESPONSE packet: payload is 65 bytes "
+                       "(expected 16 to 64)");
+
+    /* The header bounds it the same */
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_RESPONSE, 0,
+                DRBD_AUTH_DIGEST_MIN);
+    g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==, 0);
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_RESPONSE, 0,
+                DRBD_AUTH_DIGEST_MAX);
+    g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==, 0);
+    g_assert_cmpuint(h.length, ==, DRBD_AUTH_DIGEST_MAX);
+    for (i = 0; i < ARRAY_SIZE(bad_lengths); i++) {
+        make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_RESPONSE, 0,
+                    bad_lengths[i]);
+        assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+    }
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_AUTH_RESPONSE, 0, 65);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "AUTH_RESPONSE packet: payload length 65 is "
+                       "impossible (expected 16 to 64 bytes)");
+}
+
+/*
+ * DATA and RS_DATA with a digest of each length data-integrity-alg can
+ * give: fixed part, digest, data, and the decoder points at each
+ */
+static void test_round_trip_digest(void)
+{
+    static const uint16_t cmds[] = { DRBD_CMD_DATA, DRBD_CMD_RS_DATA };
+    static const uint32_t sizes[] = { 512, 8192, DRBD_WIRE_MAX_DATA };
+    size_t c, d, b;
+
+    for (c = 0; c < ARRAY_SIZE(cmds); c++) {
+        for (d = 0; d < ARRAY_SIZE(digest_lens); d++) {
+            for (b = 0; b < ARRAY_SIZE(sizes); b++) {
+                uint16_t cmd = cmds[c];
+                uint32_t dlen = digest_lens[d];
+                uint32_t bytes = sizes[b];
+                uint64_t offset = DISK_SIZE - DRBD_WIRE_MAX_DATA;
+                g_autofree uint8_t *data = NULL;
+                g_autoptr(GByteArray) pkt =
+                    digest_packet(cmd, offset, bytes, DRBD_DP_FUA, dlen,
+                                  &data);
+                g_autoptr(GByteArray) split = g_byte_array_new();
+                const uint8_t *payload = check_header(pkt, cmd);
+                uint8_t digest[DRBD_WIRE_DIGEST_MAX];
+                DrbdDataPacket out;
+
+                fill_pattern(digest, dlen, 0xd0 + dlen);
+                g_assert_cmpuint(pkt->len, ==, HDR + DATA_SIZE + dlen + bytes);
+                g_assert_cmpuint(ldl_be_p(payload + DATA_BYTES), ==, bytes);
+                g_assert_cmpmem(payload + DATA_SIZE, dlen, digest, dlen);
+                g_assert_cmpmem(payload + DATA_SIZE + dlen, bytes, data,
+                                bytes);
+
+                memset(&out, 0xa5, sizeof(out));
+                g_assert_cmpint(drbd_wire_get_data(cmd, payload,
+                                                   pkt->len - HDR, DISK_SIZE,
+                                                   &out, &error_abort), ==, 0);
+                g_assert_cmpuint(out.offset, ==, offset);
+                g_assert_cmpuint(out.id, ==, 0x0123456789abcdefULL);
+                g_assert_cmpuint(out.epoch, ==, 42);
+                g_assert_cmpuint(out.flags, ==, DRBD_DP_FUA);
+                g_assert_cmpuint(out.bytes, ==, bytes);
+                g_assert_cmpuint(out.unordered, ==,
+                                 cmd == DRBD_CMD_RS_DATA ? 0 : 31);
+                g_assert_cmpuint(out.digest_len, ==, dlen);
+                g_assert_true(out.digest == payload + DATA_SIZE);
+                g_assert_true(out.data == payload + DATA_SIZE + dlen);
+                g_assert_cmpmem(out.digest, out.digest_len, digest, dlen);
+                g_assert_cmpmem(out.data, out.bytes, data, bytes);
+
+                /* Header, fixed part and digest, then the data: the same */
+                out.data = NULL;
+                drbd_wire_put_data_header(split, cmd, &out);
+                g_assert_cmpuint(split->len, ==, HDR + DATA_SIZE + dlen);
+                g_byte_array_append(split, data, bytes);
+                g_assert_cmpmem(split->data, split->len, pkt->data, pkt->len);
+            }
+        }
+    }
+
+    /* Without a digest there is none to point at */
+    {
+        g_autoptr(GByteArray) pkt = data_packet(DRBD_CMD_DATA, 0, 512, 0,
+                                                NULL);
+        DrbdDataPacket out;
+
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_data(DRBD_CMD_DATA, pkt->data + HDR,
+                                           pkt->len - HDR, DISK_SIZE, &out,
+                                           &error_abort), ==, 0);
+        g_assert_null(out.digest);
+        g_assert_cmpuint(out.digest_len, ==, 0);
+        g_assert_true(out.data == pkt->data + HDR + DATA_SIZE);
+    }
+
+    /* The largest payload there is: 1 MiB of data and a 64-byte digest */
+    g_assert_cmpuint(DATA_SIZE + DRBD_WIRE_DIGEST_MAX + DRBD_WIRE_MAX_DATA,
+                     <=, DRBD_WIRE_MAX_PAYLOAD);
+}
+
+/*
+ * Between the fixed part and the data there is 0, or 4 to 64 bytes of
+ * digest: anything else is refused, by the header where its length
+ * shows it (what is left beside whole sectors), by the payload decoder
+ * always (which knows how many bytes of data there are)
+ */
+static void test_digest_invalid(void)
+{
+    static const uint16_t cmds[] = { DRBD_CMD_DATA, DRBD_CMD_RS_DATA };
+    /* Extra bytes the header cannot take for a digest */
+    static const uint32_t bad_in_header[] = {
+        1, 2, 3, 65, 66, 100, 128, 511, 512 + 1, 512 + 3, 512 + 65,
+        4096 + 2,
+    };
+    /* ... and those it takes for a digest or whole sectors of data */
+    static const uint32_t bad_in_payload[] = {
+        512, 512 + 4, 512 + 64, 1024, 4096 + 16,
+    };
+    const uint32_t bytes = 4096;
+    Error *err = NULL;
+    uint8_t hdr[HDR];
+    DrbdDataPacket p;
+    DrbdHeader h;
+    uint32_t extra;
+    size_t c, i;
+
+    for (c = 0; c < ARRAY_SIZE(cmds); c++) {
+        uint16_t cmd = cmds[c];
+        g_autoptr(GByteArray) pkt = data_packet(cmd, 8192, bytes, 0, NULL);
+        g_autofree uint8_t *buf = g_malloc0(DATA_SIZE + bytes + 8192);
+
+        memcpy(buf, pkt->data + HDR, pkt->len - HDR);
+
+        for (i = 0; i < ARRAY_SIZE(bad_in_header); i++) {
+            extra = bad_in_header[i];
+            make_header(hdr, DRBD_WIRE_MAGIC, cmd, 0,
+                        DATA_SIZE + bytes + extra);
+            assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+            memset(&p, 0xa5, sizeof(p));
+            assert_failed(drbd_wire_get_data(cmd, buf,
+                                             DATA_SIZE + bytes + extra,
+                                             DISK_SIZE, &p, &err), &err);
+            g_assert_cmpuint(p.digest_len, ==, 0xa5a5a5a5);
+        }
+        for (i = 0; i < ARRAY_SIZE(bad_in_payload); i++) {
+            extra = bad_in_payload[i];
+            make_header(hdr, DRBD_WIRE_MAGIC, cmd, 0,
+                        DATA_SIZE + bytes + extra);
+            g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==,
+                            0);
+            assert_failed(drbd_wire_get_data(cmd, buf,
+                                             DATA_SIZE + bytes + extra,
+                                             DISK_SIZE, &p, &err), &err);
+        }
+        /* Every legal length is accepted */
+        for (extra = DRBD_WIRE_DIGEST_MIN; extra <= DRBD_WIRE_DIGEST_MAX;
+             extra++) {
+            make_header(hdr, DRBD_WIRE_MAGIC, cmd, 0,
+                        DATA_SIZE + bytes + extra);
+            g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==,
+                            0);
+            g_assert_cmpint(drbd_wire_get_data(cmd, buf,
+                                               DATA_SIZE + bytes + extra,
+                                               DISK_SIZE, &p, &error_abort),
+                            ==, 0);
+            g_assert_cmpuint(p.digest_len, ==, extra);
+            g_assert_true(p.digest == buf + DATA_SIZE);
+            g_assert_true(p.data == buf + DATA_SIZE + extra);
+        }
+    }
+
+    /* At the largest data, a digest of 65 bytes is past the limit too */
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_DATA, 0,
+                DATA_SIZE + DRBD_WIRE_MAX_DATA + DRBD_WIRE_DIGEST_MAX);
+    g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==, 0);
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_DATA, 0,
+                DATA_SIZE + DRBD_WIRE_MAX_DATA + DRBD_WIRE_DIGEST_MAX + 1);
+    assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+
+    /* The messages */
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_DATA, 0,
+                DATA_SIZE + bytes + 3);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "DATA packet: payload length 4131 is impossible "
+                       "(data is not a multiple of 512 bytes)");
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_RS_DATA, 0,
+                DATA_SIZE + bytes + 65);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "RS_DATA packet: payload length 4193 is impossible "
+                       "(data is not a multiple of 512 bytes)");
+    {
+        g_autoptr(GByteArray) pkt = data_packet(DRBD_CMD_RS_DATA, 0, bytes,
+                                                0, NULL);
+        g_autofree uint8_t *buf = g_malloc0(DATA_SIZE + bytes + 65);
+
+        memcpy(buf, pkt->data + HDR, pkt->len - HDR);
+        assert_failed_with(drbd_wire_get_data(DRBD_CMD_RS_DATA, buf,
+                                              DATA_SIZE + bytes + 65, 0, &p,
+                                              &err), &err,
+                           "RS_DATA packet: payload is 4193 bytes (expected "
+                           "4128, plus a digest of 4 to 64)");
+        assert_failed_with(drbd_wire_get_data(DRBD_CMD_RS_DATA, buf,
+                                              DATA_SIZE + bytes + 2, 0, &p,
+                                              &err), &err,
+                           "RS_DATA packet: payload is 4130 bytes (expected "
+                           "4128, plus a digest of 4 to 64)");
+    }
+
+    /* ZEROES and DISCARD carry no data, so no digest either */
+    {
+        g_autoptr(GByteArray) pkt = data_packet(DRBD_CMD_ZEROES, 0, bytes, 0,
+                                                NULL);
+        uint8_t buf[DATA_SIZE + DRBD_WIRE_DIGEST_MAX] = { 0 };
+
+        memcpy(buf, pkt->data + HDR, DATA_SIZE);
+        for (extra = DRBD_WIRE_DIGEST_MIN; extra <= DRBD_WIRE_DIGEST_MAX;
+             extra += 12) {
+            make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_ZEROES, 0,
+                        DATA_SIZE + extra);
+            assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+            make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_DISCARD, 0,
+                        DATA_SIZE + extra);
+            assert_failed(drbd_wire_get_header(hdr, &h, &err), &err);
+            assert_failed(drbd_wire_get_data(DRBD_CMD_ZEROES, buf,
+                                             DATA_SIZE + extra, 0, &p, &err),
+                          &err);
+            assert_failed(drbd_wire_get_data(DRBD_CMD_DISCARD, buf,
+                                             DATA_SIZE + extra, 0, &p, &err),
+                          &err);
+        }
+    }
+}
+
+/*
+ * The wire does not say how long the digest is: the payload length does.
+ * Cut by a whole digest, a packet decodes as one without; cut by part of
+ * one, with a shorter digest.  So the receiver must check the length
+ * against the agreed algorithm (drbd_check_integrity() does).
+ */
+static void test_digest_length_from_payload(void)
+{
+    g_autoptr(GByteArray) pkt = digest_packet(DRBD_CMD_DATA, 0, 512, 0, 32,
+                                              NULL);
+    const uint8_t *payload = check_header(pkt, DRBD_CMD_DATA);
+    size_t len = pkt->len - HDR;
+    Error *err = NULL;
+    DrbdDataPacket p;
+    size_t cut;
+
+    for (cut = 0; cut <= 32; cut++) {
+        int ret = drbd_wire_get_data(DRBD_CMD_DATA, payload, len - cut,
+                                     DISK_SIZE, &p, &err);
+
+        if (cut == 32 || 32 - cut >= DRBD_WIRE_DIGEST_MIN) {
+            g_assert_cmpint(ret, ==, 0);
+            g_assert_cmpuint(p.digest_len, ==, 32 - cut);
+            g_assert_true(p.data == payload + DATA_SIZE + 32 - cut);
+        } else {
+            assert_failed(ret, &err);
+        }
+    }
+}
+
 /* The messages name the packet and the problem */
 static void test_messages(void)
 {
@@ -1338,6 +1987,7 @@ static void test_mutation(void)
     unsigned accepted = 0, rejected = 0;
     int iter;
 
+    add_variable_packets(pkts);
     for (iter = 0; iter < 20000; iter++) {
         GByteArray *orig = g_ptr_array_index(
             pkts, g_rand_int_range(rand, 0, pkts->len));
@@ -1443,6 +2093,14 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/state/invalid", test_state_invalid);
     g_test_add_func("/drbd-wire/state/request", test_state_request);
     g_test_add_func("/drbd-wire/messages", test_messages);
+    g_test_add_func("/drbd-wire/hello/flags", test_hello_flags);
+    g_test_add_func("/drbd-wire/sizes/integrity", test_sizes_integrity);
+    g_test_add_func("/drbd-wire/auth/challenge", test_auth_challenge);
+    g_test_add_func("/drbd-wire/auth/response", test_auth_response);
+    g_test_add_func("/drbd-wire/round-trip/digest", test_round_trip_digest);
+    g_test_add_func("/drbd-wire/digest/invalid", test_digest_invalid);
+    g_test_add_func("/drbd-wire/digest/length",
+                    test_digest_length_from_payload);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
     g_test_add_func("/drbd-wire/mutation", test_mutation);
 
