@@ -3,6 +3,9 @@
 #   make          install build dependencies, fetch QEMU, build, run the demo
 #   make check    build if needed, run the drbd unit tests and iotests
 #   make bench    run the benchmarks in tests/bench
+#   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
+#                 if missing) and run each for FUZZ_SECONDS (default 60);
+#                 fails if one finds a crash (see tests/fuzz/README.rst)
 #
 # QEMU's source and all build outputs live under build/ (ignored by git).
 # Compiler output is cached by ccache outside the tree, in $(CCACHE_DIR).
@@ -21,7 +24,7 @@ export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHON
 
 TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
 
-.PHONY: all deps build demo check bench clean distclean
+.PHONY: all deps build demo check bench fuzz clean distclean
 all: demo
 
 deps:
@@ -55,6 +58,13 @@ check: build
 bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)
 	python3 tests/bench/drbd-bench.py $(BLD) --disk-latency-ns 100000 --iothreads
+
+FUZZ_SECONDS ?= 60
+
+fuzz: build
+	@sh scripts/fuzz.sh deps
+	sh scripts/fuzz.sh build $(SRC) $(BLD) $(B)/fuzz
+	sh scripts/fuzz.sh run $(B)/fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BLD) $(B)/configure.stamp

@@ -1,0 +1,526 @@
+/*
+ * Fuzz target, stateful: sequences of a peer's packets against the
+ * receive-side checks (block/drbd/gate.c) and the order in which a
+ * secondary applies writes (block/drbd/order.c)
+ *
+ * The target models one node of a connection: what it sent (guest write
+ * ids, closed epochs, resync chunks in flight), its role, the peer's as
+ * last reported, and the handshake's decision.  The input is, after a
+ * configuration, a sequence of steps: either something the node does
+ * itself (send a write, close an epoch, send a resync chunk, finish a
+ * write it applies, change roles) or a packet that arrives, decoded as a
+ * receiver decodes it and asked of the gate.  Like the receiver, the
+ * target stops at the first packet that is malformed or that the gate
+ * refuses: the connection would be dropped.
+ *
+ * Input:
+ *
+ *   12 bytes   configuration
+ *              0: bit 0 primary, bit 1 sync target, bit 2 sync source
+ *              1: the handshake's decision (modulo DRBD_SYNC__MAX)
+ *              2: the peer's role, 3: the peer's disk (modulo their
+ *                 counts)
+ *              4-7: disk size: 512 * (1 + value % 2^21), big-endian
+ *              8-11: the first epoch, big-endian
+ *   then       steps, each a byte:
+ *              0x00-0x0f  the node acts, by the low 3 bits: 0 send a
+ *                         guest write, 1 close the epoch, 2 send a resync
+ *                         chunk (2 bytes: its first 4 KiB block, 1 byte:
+ *                         its length in blocks - 1), 3 finish an applied
+ *                         write (1 byte: which), 4 promote or demote,
+ *                         5 start or end a resync from this node
+ *              0x10-0xff  a packet arrives: a header and its payload
+ *
+ * Checked, against the model's own record rather than the gate's
+ * arithmetic: an accepted ack names a write or a resync chunk that was
+ * sent (and not acked yet, for a chunk), an accepted BARRIER_ACK an
+ * epoch that was closed and not acked; an accepted write or resync range
+ * lies inside the disk, resync ranges on the bitmap's 4 KiB blocks; a
+ * resync is only accepted from the node's sync source and only on a node
+ * that is not primary; writes are only accepted from a primary.  The
+ * order of applied writes keeps its invariants, and a write that arrives
+ * can always start once the writes before it finish (no deadlock).
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/bswap.h"
+#include "../../block/drbd/gate.h"
+#include "../../block/drbd/order.h"
+#include "../../block/drbd/wire.h"
+#include "fuzz.h"
+
+#define CONFIG_SIZE     12
+#define BM              DRBD_GATE_BM_BLOCK
+/* Bounds of what the model keeps, so that an input costs little */
+#define MAX_EPOCHS      4096
+#define MAX_CHUNKS      64
+
+typedef struct Chunk {
+    uint64_t offset;
+    uint32_t bytes;
+} Chunk;
+
+typedef struct Model {
+    DrbdGate g;                 /* what the gate is told */
+
+    /* The model's own record of what the node sent */
+    uint64_t issued;            /* guest writes: ids 1 .. issued */
+    GArray *epochs;             /* closed, not acked: uint32_t, oldest first */
+    Chunk chunks[MAX_CHUNKS];   /* resync chunks in flight */
+    unsigned nchunks;
+
+    /* The receiving side: the order of applied writes */
+    DrbdOrder *order;
+    GQueue running;             /* DrbdOrderWrite *, in start order */
+} Model;
+
+static void check_order(Model *m)
+{
+    g_autofree char *broken = drbd_order_check(m->order);
+
+    if (broken) {
+        fprintf(stderr, "order: %s\n", broken);
+        abort();
+    }
+}
+
+/* Ack every closed epoch whose writes are done; true if any */
+static bool ack_barriers(Model *m)
+{
+    DrbdBarrier b;
+    bool any = false;
+
+    while (drbd_order_next_ack(m->order, &b)) {
+        if (b.flags & DRBD_BARRIER_FLUSH) {
+            drbd_order_flushed(m->order);
+        }
+        any = true;
+    }
+    return any;
+}
+
+/* Applied write number @n (of those running) finishes */
+static void finish_write(Model *m, unsigned n)
+{
+    DrbdOrderWrite *w = g_queue_pop_nth(&m->running, n);
+
+    assert(w);
+    drbd_order_done(m->order, w);
+    ack_barriers(m);
+}
+
+/*
+ * What a waiting receiver waits for: the oldest running write to finish
+ * (or barriers to be acked).  False if nothing can happen any more.
+ */
+static bool make_progress(Model *m)
+{
+    if (ack_barriers(m)) {
+        return true;
+    }
+    if (g_queue_is_empty(&m->running)) {
+        return false;
+    }
+    finish_write(m, 0);
+    return true;
+}
+
+static bool chunk_overlaps(Model *m, uint64_t offset, uint64_t bytes)
+{
+    unsigned i;
+
+    for (i = 0; i < m->nchunks; i++) {
+        if (offset < m->chunks[i].offset + m->chunks[i].bytes &&
+            m->chunks[i].offset < offset + bytes) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void send_resync_chunk(Model *m, FuzzInput *in)
+{
+    const uint8_t *p = fuzz_take(in, 3);
+    uint64_t offset, bytes;
+
+    if (!p || m->nchunks == MAX_CHUNKS) {
+        return;
+    }
+    offset = (uint64_t)lduw_be_p(p) * BM;
+    if (offset >= m->g.disk_size) {
+        return;
+    }
+    /* what hbitmap_next_dirty_area() gives: the last may be short */
+    bytes = MIN((uint64_t)(p[2] % 64 + 1) * BM, m->g.disk_size - offset);
+    if (chunk_overlaps(m, offset, bytes)) {
+        return;
+    }
+    m->chunks[m->nchunks++] = (Chunk) { offset, bytes };
+    g_hash_table_insert(m->g.resync_chunks,
+                        g_memdup2(&offset, sizeof(offset)),
+                        GUINT_TO_POINTER(bytes));
+}
+
+static void act(Model *m, uint8_t op, FuzzInput *in)
+{
+    switch (op & 7) {
+    case 0:
+        m->issued++;
+        m->g.last_req_id = m->issued;
+        break;
+    case 1:
+        if (m->epochs->len < MAX_EPOCHS) {
+            g_array_append_val(m->epochs, m->g.cur_epoch);
+            m->g.cur_epoch++;
+        }
+        break;
+    case 2:
+        send_resync_chunk(m, in);
+        break;
+    case 3: {
+        uint8_t n = fuzz_u8(in);
+
+        if (!g_queue_is_empty(&m->running)) {
+            finish_write(m, n % g_queue_get_length(&m->running));
+        }
+        break;
+    }
+    case 4:
+        m->g.role = m->g.role == DRBD_ROLE_PRIMARY ? DRBD_ROLE_SECONDARY :
+                    DRBD_ROLE_PRIMARY;
+        break;
+    case 5:
+        if (!m->g.sync_target) {
+            m->g.cstate = m->g.cstate == DRBD_CONN_STATE_SYNC_SOURCE ?
+                          DRBD_CONN_STATE_CONNECTED :
+                          DRBD_CONN_STATE_SYNC_SOURCE;
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* The model's own reading of a bitmap range */
+static bool on_bitmap(const Model *m, uint64_t offset, uint64_t bytes)
+{
+    uint64_t end = offset + bytes;
+
+    return bytes > 0 && end > offset && end <= m->g.disk_size &&
+           offset % BM == 0 && (end % BM == 0 || end == m->g.disk_size);
+}
+
+/* May the peer make this node its sync target? (gate.h's table) */
+static bool may_resync_us(const Model *m)
+{
+    const DrbdGate *g = &m->g;
+
+    return g->sync_target ||
+           (g->peer_role == DRBD_ROLE_PRIMARY &&
+            g->peer_disk == DRBD_DISK_STATE_UP_TO_DATE &&
+            g->decision != DRBD_SYNC_SOURCE &&
+            g->decision != DRBD_SYNC_FULL_SOURCE);
+}
+
+static int got_ack(Model *m, uint16_t cmd, const DrbdBlockAck *ack,
+                   Error **errp)
+{
+    unsigned i;
+
+    if (!(ack->id & DRBD_GATE_RESYNC_ID)) {
+        if (drbd_gate_write_ack(&m->g, cmd, ack, errp) < 0) {
+            return -EINVAL;
+        }
+        assert(ack->id >= 1 && ack->id <= m->issued);
+        return 0;
+    }
+
+    if (drbd_gate_resync_ack(&m->g, cmd, ack, errp) < 0) {
+        return -EINVAL;
+    }
+    assert(cmd == DRBD_CMD_WRITE_ACK || cmd == DRBD_CMD_NEG_ACK);
+    for (i = 0; i < m->nchunks; i++) {
+        if (m->chunks[i].offset == ack->offset) {
+            break;
+        }
+    }
+    assert(i < m->nchunks);
+    assert(m->chunks[i].bytes == ack->bytes);
+    assert(ack->id == (DRBD_GATE_RESYNC_ID | ack->offset));
+    /* acked: no longer in flight */
+    m->chunks[i] = m->chunks[--m->nchunks];
+    g_hash_table_remove(m->g.resync_chunks, &ack->offset);
+    return 0;
+}
+
+static int got_barrier_ack(Model *m, uint32_t epoch, Error **errp)
+{
+    guint i;
+
+    if (drbd_gate_barrier_ack(&m->g, epoch, errp) < 0) {
+        return -EINVAL;
+    }
+    for (i = 0; i < m->epochs->len; i++) {
+        if (g_array_index(m->epochs, uint32_t, i) == epoch) {
+            break;
+        }
+    }
+    assert(i < m->epochs->len);
+    /* it acks the epochs before it too */
+    g_array_remove_range(m->epochs, 0, i + 1);
+    m->g.epoch_acked_upto = epoch + 1;
+    assert(m->epochs->len == m->g.cur_epoch - m->g.epoch_acked_upto);
+    assert(!m->epochs->len ||
+           g_array_index(m->epochs, uint32_t, 0) == m->g.epoch_acked_upto);
+    return 0;
+}
+
+static int got_write(Model *m, uint16_t cmd, const DrbdDataPacket *p,
+                     Error **errp)
+{
+    uint64_t dep;
+
+    if (drbd_gate_write(&m->g, cmd, p, errp) < 0) {
+        return -EINVAL;
+    }
+    assert(m->g.role != DRBD_ROLE_PRIMARY);
+    assert(p->offset + p->bytes <= m->g.disk_size);
+    if (cmd == DRBD_CMD_RS_DATA) {
+        assert(m->g.sync_target);
+        assert(on_bitmap(m, p->offset, p->bytes));
+        return 0;
+    }
+    assert(m->g.peer_role == DRBD_ROLE_PRIMARY);
+
+    if (drbd_order_arrive(m->order, p->unordered, &dep, errp) < 0) {
+        return -EPROTO;
+    }
+    /* The receiver waits for what the write depends on: it must come */
+    while (!drbd_order_may_start(m->order, dep)) {
+        if (!make_progress(m)) {
+            fprintf(stderr, "a write that depends on write %" PRIu64
+                    " can never start\n", dep);
+            abort();
+        }
+    }
+    g_queue_push_tail(&m->running, drbd_order_start(m->order));
+    return 0;
+}
+
+static int got_barrier(Model *m, const DrbdBarrier *b, Error **errp)
+{
+    /* The receiver waits rather than keep too many epochs */
+    while (drbd_order_closed_epochs(m->order) >= DRBD_ORDER_MAX_EPOCHS) {
+        if (!make_progress(m)) {
+            abort();
+        }
+    }
+    if (drbd_order_barrier(m->order, b, errp) < 0) {
+        return -EPROTO;
+    }
+    ack_barriers(m);
+    return 0;
+}
+
+static int got_out_of_sync(Model *m, const DrbdBlockAck *range,
+                           Error **errp)
+{
+    if (drbd_gate_out_of_sync(&m->g, range, errp) < 0) {
+        return -EINVAL;
+    }
+    assert(m->g.role != DRBD_ROLE_PRIMARY);
+    assert(on_bitmap(m, range->offset, range->bytes));
+    assert(may_resync_us(m));
+    assert(m->g.cstate != DRBD_CONN_STATE_SYNC_SOURCE);
+    m->g.sync_target = true;
+    m->g.cstate = DRBD_CONN_STATE_SYNC_TARGET;
+    return 0;
+}
+
+static int got_state(Model *m, uint16_t cmd, const DrbdStatePacket *st,
+                     Error **errp)
+{
+    bool both_primary = st->role == DRBD_ROLE_PRIMARY &&
+                        m->g.role == DRBD_ROLE_PRIMARY;
+
+    if (cmd == DRBD_CMD_STATE) {
+        if (drbd_gate_state(&m->g, st, errp) < 0) {
+            return -EINVAL;
+        }
+        assert(!both_primary);
+    } else if (both_primary) {
+        /* a state request this node refuses: nothing changes */
+        return 0;
+    }
+    m->g.peer_role = st->role;
+    m->g.peer_disk = st->disk_state;
+    return 0;
+}
+
+/*
+ * Decode and take the packet @cmd with payload @buf (@len bytes); < 0
+ * with @errp set where the receiver would drop the connection
+ */
+static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
+                   Error **errp)
+{
+    switch (cmd) {
+    case DRBD_CMD_RECV_ACK:
+    case DRBD_CMD_WRITE_ACK:
+    case DRBD_CMD_NEG_ACK:
+    case DRBD_CMD_OUT_OF_SYNC: {
+        DrbdBlockAck a;
+
+        if (drbd_wire_get_block_ack(cmd, buf, len, m->g.disk_size, &a,
+                                    errp) < 0) {
+            return -EINVAL;
+        }
+        return cmd == DRBD_CMD_OUT_OF_SYNC ? got_out_of_sync(m, &a, errp) :
+               got_ack(m, cmd, &a, errp);
+    }
+    case DRBD_CMD_BARRIER:
+    case DRBD_CMD_BARRIER_ACK: {
+        DrbdBarrier b;
+
+        if (drbd_wire_get_barrier(cmd, buf, len, &b, errp) < 0) {
+            return -EINVAL;
+        }
+        return cmd == DRBD_CMD_BARRIER ? got_barrier(m, &b, errp) :
+               got_barrier_ack(m, b.epoch, errp);
+    }
+    case DRBD_CMD_DATA:
+    case DRBD_CMD_ZEROES:
+    case DRBD_CMD_DISCARD:
+    case DRBD_CMD_RS_DATA: {
+        DrbdDataPacket p;
+
+        if (drbd_wire_get_data(cmd, buf, len, m->g.disk_size, &p,
+                               errp) < 0) {
+            return -EINVAL;
+        }
+        return got_write(m, cmd, &p, errp);
+    }
+    case DRBD_CMD_RS_DONE:
+        if (drbd_gate_resync_done(&m->g, errp) < 0) {
+            return -EINVAL;
+        }
+        assert(m->g.sync_target);
+        m->g.sync_target = false;
+        m->g.cstate = DRBD_CONN_STATE_CONNECTED;
+        return 0;
+    case DRBD_CMD_STATE:
+    case DRBD_CMD_STATE_REQ: {
+        DrbdStatePacket st;
+
+        if (drbd_wire_get_state(buf, len, &st, errp) < 0) {
+            return -EINVAL;
+        }
+        return got_state(m, cmd, &st, errp);
+    }
+    case DRBD_CMD_PING:
+    case DRBD_CMD_PING_ACK:
+        return 0;
+    default:
+        /* the handshake's packets, once connected */
+        error_setg(errp, "%s packet on an established connection",
+                   drbd_cmd_name(cmd));
+        return -EINVAL;
+    }
+}
+
+static void model_init(Model *m, const uint8_t *c)
+{
+    uint32_t disk_sectors = (uint32_t)ldl_be_p(c + 4) % (1 << 21) + 1;
+    uint32_t epoch = ldl_be_p(c + 8);
+
+    *m = (Model) {
+        .g = {
+            .disk_size = (uint64_t)disk_sectors * 512,
+            .role = c[0] & 1 ? DRBD_ROLE_PRIMARY : DRBD_ROLE_SECONDARY,
+            .cstate = DRBD_CONN_STATE_CONNECTED,
+            .sync_target = c[0] & 2,
+            .decision = c[1] % DRBD_SYNC__MAX,
+            .peer_role = c[2] % DRBD_ROLE__MAX,
+            .peer_disk = c[3] % DRBD_DISK_STATE__MAX,
+            .epoch_acked_upto = epoch,
+            .cur_epoch = epoch,
+            .resync_chunks = g_hash_table_new_full(g_int64_hash,
+                                                   g_int64_equal, g_free,
+                                                   NULL),
+        },
+        .epochs = g_array_new(false, false, sizeof(uint32_t)),
+        .order = drbd_order_new(),
+    };
+    if (m->g.sync_target) {
+        m->g.cstate = DRBD_CONN_STATE_SYNC_TARGET;
+    } else if (c[0] & 4) {
+        m->g.cstate = DRBD_CONN_STATE_SYNC_SOURCE;
+    }
+    g_queue_init(&m->running);
+}
+
+static void model_free(Model *m)
+{
+    /* the writes still running are freed with the order */
+    g_queue_clear(&m->running);
+    drbd_order_free(m->order);
+    g_array_free(m->epochs, true);
+    g_hash_table_destroy(m->g.resync_chunks);
+}
+
+DRBD_FUZZ_TARGET(gate)
+{
+    FuzzInput in = { data, size };
+    const uint8_t *config = fuzz_take(&in, CONFIG_SIZE);
+    Model m;
+
+    if (!config) {
+        return 0;
+    }
+    model_init(&m, config);
+
+    while (in.len) {
+        uint8_t op = fuzz_u8(&in);
+        const uint8_t *hdr;
+        g_autofree uint8_t *payload = NULL;
+        Error *err = NULL;
+        DrbdHeader h;
+        int ret;
+
+        if (op < 0x10) {
+            act(&m, op, &in);
+            check_order(&m);
+            continue;
+        }
+        hdr = fuzz_take(&in, DRBD_WIRE_HEADER_SIZE);
+        if (!hdr) {
+            break;
+        }
+        if (drbd_wire_get_header(hdr, &h, &err) < 0) {
+            fuzz_refused(err);
+            error_free(err);
+            break;
+        }
+        if (!fuzz_take_copy(&in, h.length, &payload)) {
+            break;
+        }
+        ret = receive(&m, h.cmd, payload, h.length, &err);
+        check_order(&m);
+        if (ret < 0) {
+            /* dropped, and the message says why */
+            assert(err && *error_get_pretty(err));
+            fuzz_refused(err);
+            error_free(err);
+            break;
+        }
+        assert(!err);
+    }
+
+    model_free(&m);
+    return 0;
+}
