@@ -25,6 +25,7 @@ link meson.build qemu-drbd/meson.build
 link block/drbd block/drbd
 link qapi/drbd.json qapi/drbd.json
 link docs/system/drbd.rst docs/system/drbd.rst
+link tests/fuzz tests/fuzz
 for f in "$top"/docs/interop/drbd*.rst "$top"/tests/unit/test-drbd-*.c \
          "$top"/tests/qemu-iotests/tests/drbd-*; do
     [ -e "$f" ] || continue
