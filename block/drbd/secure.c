@@ -119,7 +119,7 @@ int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
         return -EINVAL;
     }
     if (digest == DRBD_DIGEST_CRC32C) {
-        stl_be_p(out, iov_crc32c(0xffffffff, iov, niov) ^ 0xffffffff);
+        stl_be_p(out, iov_crc32c(0xffffffff, iov, niov));
         return len;
     }
     drbd_hash_alg(digest, &alg);
