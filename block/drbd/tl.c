@@ -205,8 +205,18 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                     drbd_wire_put_data_header(pkt, cmd, &p);
                     iov[0].iov_base = pkt->data;
                     iov[0].iov_len = pkt->len;
+                    /*
+                     * TLS makes a record, and a send, of each piece: let
+                     * the header wait for the data, as one segment
+                     */
+                    if (s->conn.tls_creds) {
+                        qio_channel_set_cork(peer->data, true);
+                    }
                     ret = qio_channel_writev_all(peer->data, iov,
                                                  niov + 1, &err);
+                    if (s->conn.tls_creds) {
+                        qio_channel_set_cork(peer->data, false);
+                    }
                 }
             } else {
                 /* Too fragmented for one writev: send a linear copy */
