@@ -416,8 +416,6 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     /* Unacked resync chunks: their bits stay set, resent later */
     s->conn.pe -= g_hash_table_size(peer->resync_chunks);
     drbd_tl_connection_lost_locked(s);
-    g_free(s->last_error);
-    s->last_error = g_strdup(peer->broken_reason);
     /* A primary writes on without its peer: a new data generation */
     drbd_uuids_get_locked(s, &u);
     new_generation = drbd_uuid_peer_disk_lost(&u,
@@ -429,6 +427,10 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     if (new_generation) {
         /* A failure is reported: the disk is failed and says so */
         drbd_md_sync_co(s);
+    }
+    if (!qatomic_read(&s->closing)) {
+        drbd_note_reason(s, "connection to the peer lost: ",
+                         peer->broken_reason);
     }
     drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1,
                    DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,

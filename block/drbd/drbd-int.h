@@ -353,6 +353,7 @@ void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
 uint64_t drbd_fresh_uuid(void);
 char *drbd_uuid_hex(uint64_t uuid);
 void drbd_resync_finished_uuids(DrbdPeer *peer);
+void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
 
 /* meta.c */

@@ -188,23 +188,32 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
     qemu_mutex_unlock(&s->lock);
 }
 
-void drbd_note_error(BDRVDrbdState *s, Error *err)
+/*
+ * Keep @reason as the connection's last error and log it with @what in
+ * front, once: not again while the same reason repeats at every attempt
+ * to connect
+ */
+void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason)
 {
     bool repeated;
 
+    trace_drbd_conn_error(s->bs, reason);
+    qemu_mutex_lock(&s->lock);
+    repeated = !g_strcmp0(s->last_error, reason);
+    g_free(s->last_error);
+    s->last_error = g_strdup(reason);
+    qemu_mutex_unlock(&s->lock);
+    if (!repeated) {
+        warn_report("drbd node '%s': %s%s", bdrv_get_node_name(s->bs),
+                    what, reason);
+    }
+}
+
+void drbd_note_error(BDRVDrbdState *s, Error *err)
+{
     if (!err) {
         return;
     }
-    trace_drbd_conn_error(s->bs, error_get_pretty(err));
-    qemu_mutex_lock(&s->lock);
-    repeated = !g_strcmp0(s->last_error, error_get_pretty(err));
-    g_free(s->last_error);
-    s->last_error = g_strdup(error_get_pretty(err));
-    qemu_mutex_unlock(&s->lock);
-    /* The log says it once, not at every attempt to connect */
-    if (!repeated) {
-        warn_report("drbd node '%s': %s", bdrv_get_node_name(s->bs),
-                    error_get_pretty(err));
-    }
+    drbd_note_reason(s, "", error_get_pretty(err));
     error_free(err);
 }
