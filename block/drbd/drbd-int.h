@@ -87,9 +87,6 @@ typedef struct DrbdSleep {
     bool stopped;
 } DrbdSleep;
 
-/* Resync write acks carry ids with this bit set; guest requests never do */
-#define DRBD_RESYNC_ID_FLAG     (1ULL << 63)
-
 /*
  * One connection to one peer: a data channel (writes, barriers, resync)
  * and a meta channel (acks, pings), so that acks never wait behind bulk
@@ -360,7 +357,6 @@ void drbd_note_error(BDRVDrbdState *s, Error *err);
 void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
 void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
                            uint64_t bytes);
-bool drbd_oos_range_valid(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
 int coroutine_fn GRAPH_RDLOCK
 drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes);
 void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes);

@@ -35,7 +35,7 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
     DrbdGate gate;
     Error *err = NULL;
 
-    if (ack->id & DRBD_RESYNC_ID_FLAG) {
+    if (ack->id & DRBD_GATE_RESYNC_ID) {
         drbd_resync_acked(peer, cmd, ack);
         return;
     }

@@ -28,8 +28,6 @@
 #include "drbd-int.h"
 #include "gate.h"
 
-QEMU_BUILD_BUG_ON(DRBD_RESYNC_ID_FLAG != DRBD_GATE_RESYNC_ID);
-
 /* Tell the peer every range it lacks; returns < 0 if the send failed */
 static int coroutine_fn drbd_resync_announce(DrbdPeer *peer)
 {
@@ -68,7 +66,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     g_autofree uint8_t *buf = g_malloc(bytes);
     DrbdDataPacket p = {
         .offset = offset,
-        .id = DRBD_RESYNC_ID_FLAG | (uint64_t)offset,
+        .id = DRBD_GATE_RESYNC_ID | (uint64_t)offset,
         .bytes = bytes,
         .data = buf,
     };
@@ -220,7 +218,7 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack)
 {
     BDRVDrbdState *s = peer->s;
-    uint64_t offset = ack->id & ~DRBD_RESYNC_ID_FLAG;
+    uint64_t offset = ack->id & ~DRBD_GATE_RESYNC_ID;
     DrbdGate gate = { .resync_chunks = peer->resync_chunks };
     bool finished = false;
     Error *err = NULL;
