@@ -465,6 +465,16 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
 
     ret = drbd_expect_packet(peer->data, DRBD_CMD_SIZES, &payload, &len,
                              errp);
+    if (ret < 0 && s->conn.tls_creds && s->conn.connects) {
+        /*
+         * With TLS 1.3 our handshake ends before the listening peer
+         * judges our certificate: if it refuses it, this read is where
+         * we learn, and it cannot tell us why
+         */
+        error_prepend(errp, "the peer closed the connection after the TLS "
+                      "handshake (if its log says so, it refused our "
+                      "certificate, e.g. by its tls-authz): ");
+    }
     if (ret < 0 || drbd_wire_get_sizes(payload, len, &theirs, errp) < 0) {
         return -EINVAL;
     }
