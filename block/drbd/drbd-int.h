@@ -193,6 +193,7 @@ typedef struct DrbdConnection {
     bool connect_held;          /* split brain: wait for drbd-connect */
     bool promote_pending;       /* we asked the peer to let us promote */
     int promote_reply;          /* its answer, or -1 while none */
+    DrbdSleep promote_sleep;    /* an auto-promotion waits for it here */
     DrbdPeer *peer;             /* the established connection, if any */
 
     /* The epochs of the writes sent to the peer (tl.c) */
@@ -246,6 +247,18 @@ struct BDRVDrbdState {
     char *last_error;
     uint64_t hs_gen;            /* role, disk state or UUIDs changed */
     bool refusal_reported;      /* a refused guest request was logged */
+
+    /*
+     * role=auto (role.c): promoted for the first user holding write
+     * permission, demoted when the last lets go.  auto_promote is fixed
+     * at open; write_perm changes in the main loop only (set_perm);
+     * auto_lock, taken in the node's context, lets one promotion run at
+     * a time; auto_demote_bh runs in the main loop.
+     */
+    bool auto_promote;
+    bool write_perm;
+    CoMutex auto_lock;
+    QEMUBH *auto_demote_bh;
 
     /* The peer: one for now */
     DrbdConnection conn;
@@ -373,6 +386,7 @@ int drbd_md_sync_all(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s);
 int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s);
+int coroutine_fn GRAPH_RDLOCK drbd_md_sync_in_request(BDRVDrbdState *s);
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
                uint32_t al_extents, Error **errp);
@@ -489,6 +503,11 @@ int drbd_request_promotion(BDRVDrbdState *s, Error **errp);
 void drbd_announce_role(BDRVDrbdState *s);
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
+int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
+                                                   Error **errp);
+void drbd_auto_init(BDRVDrbdState *s);
+int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp);
+void drbd_auto_perm_changed(BDRVDrbdState *s, bool write_perm);
 int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp);
 
 /* drbd.c */

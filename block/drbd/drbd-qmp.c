@@ -98,7 +98,17 @@ void qmp_drbd_demote(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
-    if (s) {
-        drbd_demote(s, errp);
+    if (!s) {
+        return;
     }
+    if (s->auto_promote && qatomic_read(&s->write_perm)) {
+        error_setg(errp, "'%s' is open for writing and manages its role "
+                   "itself (role auto): it is demoted when its last writer "
+                   "lets go", node_name);
+        error_append_hint(errp, "Remove the device or export that writes "
+                          "to it, or open it with role=primary to promote "
+                          "and demote it yourself.\n");
+        return;
+    }
+    drbd_demote(s, errp);
 }

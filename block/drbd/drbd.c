@@ -135,11 +135,10 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         error_append_hint(errp, "Give each node of a pair its own id.\n");
         return -EINVAL;
     }
-    s->role = o->has_role ? o->role : DRBD_ROLE_SECONDARY;
-    if (s->role == DRBD_ROLE_UNKNOWN) {
-        error_setg(errp, "role must be primary or secondary");
-        return -EINVAL;
-    }
+    /* auto starts as a secondary, and promotes itself for a writer */
+    s->auto_promote = !o->has_role || o->role == DRBD_ROLE_OPTION_AUTO;
+    s->role = o->has_role && o->role == DRBD_ROLE_OPTION_PRIMARY ?
+              DRBD_ROLE_PRIMARY : DRBD_ROLE_SECONDARY;
     s->conn.protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
     /*
      * A connection is made again and again, from an address: a file
@@ -224,6 +223,7 @@ static void drbd_free_state(BDRVDrbdState *s)
     qapi_free_SocketAddress(s->conn.peer_addr);
     g_free(s->resource);
     g_free(s->last_error);
+    g_clear_pointer(&s->auto_demote_bh, qemu_bh_delete);
     qemu_mutex_destroy(&s->lock);
 }
 
@@ -278,6 +278,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_queue_init(&s->conn.barrier_waiters);
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->al_queue);
+    drbd_auto_init(s);
     QTAILQ_INIT(&s->transfer_log);
     QLIST_INIT(&s->active_reqs);
     ratelimit_init(&s->conn.resync_limit);
@@ -417,6 +418,21 @@ static void drbd_close(BlockDriverState *bs)
     BDRVDrbdState *s = bs->opaque;
 
     trace_drbd_close(bs);
+    /* The close demotes, if need be: not a demotion of its own later */
+    qemu_bh_cancel(s->auto_demote_bh);
+    if (s->conn.conn_co && !s->md_failed) {
+        Error *local_err = NULL;
+
+        /*
+         * A clean close demotes first, as "drbdadm down" does: the peer
+         * sees a secondary go, and no new generation splits the brain
+         * when it is promoted and this node comes back
+         */
+        if (drbd_demote(s, &local_err) < 0) {
+            warn_reportf_err(local_err, "drbd node '%s': ",
+                             bdrv_get_node_name(bs));
+        }
+    }
     drbd_conn_stop(s);
     assert(QTAILQ_EMPTY(&s->transfer_log));
     bdrv_graph_rdlock_main_loop();
@@ -442,10 +458,17 @@ static void drbd_attach_aio_context(BlockDriverState *bs,
     drbd_conn_set_context(bs->opaque, new_context);
 }
 
-/* Refuse guest I/O unless primary; say why once per refusal streak */
-static int drbd_check_primary(BDRVDrbdState *s, const char *what)
+/*
+ * Refuse guest I/O unless primary (role=auto: unless it can become
+ * primary now, for a user that holds write permission); say why once per
+ * refusal streak
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_check_primary(BDRVDrbdState *s, const char *what)
 {
+    Error *local_err = NULL;
     DrbdRole role;
+    int ret;
 
     qemu_mutex_lock(&s->lock);
     role = s->role;
@@ -454,12 +477,32 @@ static int drbd_check_primary(BDRVDrbdState *s, const char *what)
         s->refusal_reported = false;
         return 0;
     }
+    if (s->auto_promote && qatomic_read(&s->write_perm)) {
+        ret = drbd_co_auto_promote(s, &local_err);
+        if (ret == 0) {
+            s->refusal_reported = false;
+            return 0;
+        }
+        if (!s->refusal_reported) {
+            s->refusal_reported = true;
+            error_reportf_err(local_err, "drbd node '%s' (resource %s) "
+                              "could not become primary (role auto): guest "
+                              "%s refused: ", bdrv_get_node_name(s->bs),
+                              s->resource, what);
+        } else {
+            error_free(local_err);
+        }
+        trace_drbd_refused(s->bs, what, DrbdRole_str(role));
+        return -EPERM;
+    }
     if (!s->refusal_reported) {
         s->refusal_reported = true;
         error_report("drbd node '%s' (resource %s) is %s: guest %s "
-                     "refused; promote it with drbd-promote",
-                     bdrv_get_node_name(s->bs), s->resource,
-                     DrbdRole_str(role), what);
+                     "refused; %s", bdrv_get_node_name(s->bs), s->resource,
+                     DrbdRole_str(role), what,
+                     s->auto_promote ? "with role auto it becomes primary "
+                     "for a user that opens it for writing" :
+                     "promote it with drbd-promote");
     }
     trace_drbd_refused(s->bs, what, DrbdRole_str(role));
     return -EPERM;
@@ -808,6 +851,28 @@ drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
     }
 }
 
+/*
+ * role=auto: a user that asks for write permission gets it only if the
+ * node can become primary; the promotion follows in set_perm
+ */
+static int GRAPH_RDLOCK drbd_check_perm(BlockDriverState *bs, uint64_t perm,
+                                        uint64_t shared, Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    if ((perm & BLK_PERM_WRITE) && !s->write_perm &&
+        !(bs->open_flags & BDRV_O_INACTIVE)) {
+        return drbd_auto_promote_check(s, errp);
+    }
+    return 0;
+}
+
+static void GRAPH_RDLOCK drbd_set_perm(BlockDriverState *bs, uint64_t perm,
+                                       uint64_t shared)
+{
+    drbd_auto_perm_changed(bs->opaque, perm & BLK_PERM_WRITE);
+}
+
 /* Fill in the defaults, so that options given and left out compare */
 static QDict *drbd_options_effective(BDRVDrbdState *s,
                                      const BlockdevOptionsDrbd *given)
@@ -829,7 +894,7 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     } while (0)
     DRBD_DEFAULT(node_id, 0);
     DRBD_DEFAULT(peer_node_id, o->node_id == 0 ? 1 : 0);
-    DRBD_DEFAULT(role, DRBD_ROLE_SECONDARY);
+    DRBD_DEFAULT(role, DRBD_ROLE_OPTION_AUTO);
     DRBD_DEFAULT(protocol, DRBD_PROTOCOL_C);
     DRBD_DEFAULT(connect_interval, DRBD_DEFAULT_CONNECT_INTERVAL_MS);
     DRBD_DEFAULT(ping_interval, DRBD_DEFAULT_PING_INTERVAL_MS);
@@ -1142,6 +1207,8 @@ static BlockDriver bdrv_drbd = {
     .bdrv_open                  = drbd_open,
     .bdrv_close                 = drbd_close,
     .bdrv_child_perm            = bdrv_default_perms,
+    .bdrv_check_perm            = drbd_check_perm,
+    .bdrv_set_perm              = drbd_set_perm,
     .bdrv_refresh_limits        = drbd_refresh_limits,
 
     .bdrv_co_preadv_part        = drbd_co_preadv_part,

@@ -845,6 +845,16 @@ int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
 }
 
 /*
+ * The same from a guest request (an auto-promotion): the request is in
+ * flight already and holds the graph lock, and must not wait for a
+ * drained section to end, since the drain waits for it
+ */
+int coroutine_fn GRAPH_RDLOCK drbd_md_sync_in_request(BDRVDrbdState *s)
+{
+    return drbd_md_sync_locked_graph(s);
+}
+
+/*
  * Clean close: the bitmap on disk, then a superblock that says the
  * activity log need not be replayed.  No guest write is in flight.
  */

@@ -115,7 +115,9 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                     qatomic_set(&s->conn.promote_reply, result);
                 }
                 qemu_mutex_unlock(&s->lock);
+                /* the waiter is the main loop, or an auto-promotion */
                 aio_wait_kick();
+                drbd_sleep_wake(s, &s->conn.promote_sleep, false);
             }
             break;
         }

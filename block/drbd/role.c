@@ -15,15 +15,23 @@
 #include "block/aio-wait.h"
 #include "block/block_int.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "trace.h"
 
 #include "drbd-int.h"
 
+/* A STATE packet on its way; @done (if set) says when it left */
+typedef struct DrbdStateSend {
+    DrbdPeer *peer;
+    bool *done;
+} DrbdStateSend;
+
 static void coroutine_fn drbd_send_state_co(void *opaque)
 {
-    DrbdPeer *peer = opaque;
+    DrbdStateSend *send = opaque;
+    DrbdPeer *peer = send->peer;
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdStatePacket st;
@@ -35,6 +43,11 @@ static void coroutine_fn drbd_send_state_co(void *opaque)
     drbd_wire_put_state(pkt, &st);
     drbd_send_data_channel(peer, pkt);
     drbd_peer_put(peer);
+    if (send->done) {
+        qatomic_set(send->done, true);
+        aio_wait_kick();
+    }
+    g_free(send);
 }
 
 static void coroutine_fn drbd_send_state_req_co(void *opaque)
@@ -51,6 +64,32 @@ static void coroutine_fn drbd_send_state_req_co(void *opaque)
     drbd_peer_put(peer);
 }
 
+/* What the peer answered to our request to become primary */
+static int drbd_promotion_answered(BDRVDrbdState *s, bool timed_out,
+                                   Error **errp)
+{
+    int reply;
+
+    qemu_mutex_lock(&s->lock);
+    reply = s->conn.promote_reply;
+    s->conn.promote_pending = false;
+    qemu_mutex_unlock(&s->lock);
+
+    if (reply == DRBD_STATE_REPLY_GRANTED) {
+        return 0;
+    }
+    if (reply == DRBD_STATE_REPLY_REFUSED) {
+        error_setg(errp, "the peer refused: it is primary, or is being "
+                   "promoted itself");
+        return -EBUSY;
+    }
+    error_setg(errp, "the peer did not answer the promotion request%s",
+               timed_out ? " in time" : ": the connection was lost");
+    error_append_hint(errp, "Try again: a disconnected node can be "
+                      "promoted on its own.\n");
+    return -ETIMEDOUT;
+}
+
 /*
  * Before a connected node becomes primary, its peer must agree, so that
  * two nodes promoted at the same moment never both succeed.  Returns 0
@@ -61,7 +100,6 @@ int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
     DrbdPeer *peer = drbd_peer_get(s);
     QEMUTimer *timer;
     bool timed_out = false;
-    int reply;
 
     if (!peer) {
         return 0;
@@ -83,36 +121,79 @@ int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
                             !qatomic_read(&peer->broken) && !timed_out);
     timer_free(timer);
 
-    qemu_mutex_lock(&s->lock);
-    reply = s->conn.promote_reply;
-    s->conn.promote_pending = false;
-    qemu_mutex_unlock(&s->lock);
     drbd_peer_put(peer);
-
-    if (reply == DRBD_STATE_REPLY_GRANTED) {
-        return 0;
-    }
-    if (reply == DRBD_STATE_REPLY_REFUSED) {
-        error_setg(errp, "the peer refused: it is primary, or is being "
-                   "promoted itself");
-        return -EBUSY;
-    }
-    error_setg(errp, "the peer did not answer the promotion request%s",
-               timed_out ? " in time" : ": the connection was lost");
-    error_append_hint(errp, "Try again: a disconnected node can be "
-                      "promoted on its own.\n");
-    return -ETIMEDOUT;
+    return drbd_promotion_answered(s, timed_out, errp);
 }
 
-/* Tell the peer our role and disk state, after a promotion or demotion */
-void drbd_announce_role(BDRVDrbdState *s)
+/*
+ * The same from a coroutine in the node's context (an auto-promotion,
+ * from the guest request that needs it)
+ */
+static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
+                                                  Error **errp)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdStatePacket st = {
+        .role = DRBD_ROLE_PRIMARY,
+        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+    };
+    DrbdPeer *peer = drbd_peer_get(s);
+    int64_t deadline, now;
+    bool timed_out = false;
+
+    if (!peer) {
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    s->conn.promote_pending = true;
+    s->conn.promote_reply = -1;
+    qemu_mutex_unlock(&s->lock);
+
+    drbd_wire_put_state_req(pkt, &st);
+    drbd_send_data_channel(peer, pkt);
+    deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+               s->conn.ping_timeout_ns;
+    while (qatomic_read(&s->conn.promote_reply) < 0 &&
+           !qatomic_read(&peer->broken)) {
+        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (now >= deadline) {
+            timed_out = true;
+            break;
+        }
+        drbd_co_sleep(s, &s->conn.promote_sleep, deadline - now);
+    }
+    drbd_peer_put(peer);
+    return drbd_promotion_answered(s, timed_out, errp);
+}
+
+/*
+ * Tell the peer our role and disk state, after a promotion or demotion.
+ * With @wait, return only once the packet was sent or the connection
+ * broke (a link that stops taking data breaks within ping-timeout).
+ * Main loop only.
+ */
+static void drbd_announce_role_send(BDRVDrbdState *s, bool wait)
 {
     DrbdPeer *peer = drbd_peer_get(s);
+    DrbdStateSend *send;
+    bool done = false;
 
-    if (peer) {
-        aio_co_enter(bdrv_get_aio_context(s->bs),
-                     qemu_coroutine_create(drbd_send_state_co, peer));
+    if (!peer) {
+        return;
     }
+    send = g_new0(DrbdStateSend, 1);
+    send->peer = peer;
+    send->done = wait ? &done : NULL;
+    aio_co_enter(bdrv_get_aio_context(s->bs),
+                 qemu_coroutine_create(drbd_send_state_co, send));
+    if (wait) {
+        AIO_WAIT_WHILE_UNLOCKED(NULL, !qatomic_read(&done));
+    }
+}
+
+void drbd_announce_role(BDRVDrbdState *s)
+{
+    drbd_announce_role_send(s, false);
 }
 
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
@@ -280,13 +361,35 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
     return 0;
 }
 
+/*
+ * Become secondary, as drbd-demote and as a clean close or inactivation
+ * do (DRBD's "drbdadm down" demotes first): guest requests in flight
+ * complete, a flush has the peer ack every write (protocol A and B
+ * included), and the peer learns our new role before anything else can
+ * happen to the connection.  A primary that goes down like this leaves
+ * its generation as it was: its peer may be promoted, and the two meet
+ * again without a split brain.  Main loop only.
+ */
 int drbd_demote(BDRVDrbdState *s, Error **errp)
 {
     DrbdUuids u;
     int ret;
 
+    qemu_mutex_lock(&s->lock);
+    if (s->role != DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        return 0;
+    }
+    qemu_mutex_unlock(&s->lock);
+
     /* Guest requests in flight complete first; later ones are refused */
     bdrv_drained_begin(s->bs);
+    /* What the peer acked is on its disk: nothing left to lose */
+    ret = bdrv_flush(s->bs);
+    if (ret < 0) {
+        warn_report("drbd node '%s': the flush before the demotion failed: "
+                    "%s", bdrv_get_node_name(s->bs), strerror(-ret));
+    }
     drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
     bdrv_drained_end(s->bs);
     qemu_mutex_lock(&s->lock);
@@ -295,11 +398,187 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync(s);
-    drbd_announce_role(s);
+    drbd_announce_role_send(s, true);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "'%s' is demoted, but its metadata "
                          "could not be written", bdrv_get_node_name(s->bs));
         return ret;
     }
     return 0;
+}
+
+/*
+ * Why this node cannot become primary by itself now, if it cannot: the
+ * checks of an auto-promotion that need no peer.  Called with s->lock.
+ */
+static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
+{
+    if (s->disk == DRBD_DISK_STATE_FAILED || s->md_failed) {
+        error_setg(errp, "the local disk failed (its metadata could not "
+                   "be written)");
+        return -EIO;
+    }
+    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE) {
+        error_setg(errp, "the local data is %s, not up-to-date",
+                   DrbdDiskState_str(s->disk));
+        error_append_hint(errp, "Wait for the resync to finish, or promote "
+                          "it with drbd-promote force=true.\n");
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+/*
+ * Whether a user may take write permission on an auto-promoting node:
+ * refused up front where the promotion is certain to fail.  Whether the
+ * peer agrees is only known when it is asked, at the first request.
+ */
+int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp)
+{
+    int ret = 0;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->auto_promote && s->role != DRBD_ROLE_PRIMARY) {
+        ret = drbd_auto_promote_check_locked(s, errp);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        error_prepend(errp, "drbd node '%s' (resource %s) cannot become "
+                      "primary for writing (role auto): ",
+                      bdrv_get_node_name(s->bs), s->resource);
+    }
+    return ret;
+}
+
+/*
+ * role=auto: become primary for a guest request (or the coroutine that
+ * set_perm starts), as drbd-promote would, but from a coroutine in the
+ * node's context.  One runs at a time; the others find the node primary
+ * or fail as it did.
+ */
+int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
+                                                   Error **errp)
+{
+    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       s->conn.ping_timeout_ns;
+    DrbdUuids u;
+    int ret;
+
+    qemu_co_mutex_lock(&s->auto_lock);
+    qemu_mutex_lock(&s->lock);
+    /* A handshake decides the disk states: wait for it, a little */
+    while (s->role != DRBD_ROLE_PRIMARY &&
+           s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS &&
+           qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
+        qemu_mutex_unlock(&s->lock);
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 10 * SCALE_MS);
+        qemu_mutex_lock(&s->lock);
+    }
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        qemu_mutex_unlock(&s->lock);
+        qemu_co_mutex_unlock(&s->auto_lock);
+        return 0;
+    }
+    ret = drbd_auto_promote_check_locked(s, errp);
+    if (ret == 0 && s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+        error_setg(errp, "the connection handshake is still running");
+        ret = -EAGAIN;
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (ret == 0) {
+        ret = drbd_co_request_promotion(s, errp);
+    }
+    if (ret < 0) {
+        qemu_co_mutex_unlock(&s->auto_lock);
+        return ret;
+    }
+
+    qemu_mutex_lock(&s->lock);
+    drbd_uuids_get_locked(s, &u);
+    drbd_uuid_promote(&u, s->conn.cstate >= DRBD_CONN_STATE_CONNECTED, false,
+                      drbd_fresh_uuid());
+    drbd_uuids_set_locked(s, &u);
+    s->md_primary_pending = true;
+    s->hs_gen++;
+    qemu_mutex_unlock(&s->lock);
+    ret = drbd_md_sync_in_request(s);
+    qemu_mutex_lock(&s->lock);
+    s->md_primary_pending = false;
+    qemu_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "could not write the metadata");
+        qemu_co_mutex_unlock(&s->auto_lock);
+        return ret;
+    }
+    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
+                   "promoted (auto-promote)");
+    drbd_announce_role(s);
+    qemu_co_mutex_unlock(&s->auto_lock);
+    return 0;
+}
+
+/* set_perm's promotion: at once, not at the first request */
+static void coroutine_fn drbd_auto_promote_entry(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+    Error *local_err = NULL;
+
+    bdrv_graph_co_rdlock();
+    if (qatomic_read(&s->write_perm) &&
+        drbd_co_auto_promote(s, &local_err) < 0) {
+        /* The first request tries again, and fails with the reason */
+        drbd_note_reason(s, "auto-promote: ", error_get_pretty(local_err));
+        error_free(local_err);
+    }
+    bdrv_graph_co_rdunlock();
+    bdrv_dec_in_flight(s->bs);
+}
+
+/* The last writer let go: demote, in the main loop, if none came back */
+static void drbd_auto_demote_bh(void *opaque);
+
+void drbd_auto_init(BDRVDrbdState *s)
+{
+    qemu_co_mutex_init(&s->auto_lock);
+    s->auto_demote_bh = aio_bh_new(qemu_get_aio_context(),
+                                   drbd_auto_demote_bh, s);
+}
+
+/* The last writer let go: demote, in the main loop, if none came back */
+static void drbd_auto_demote_bh(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+    Error *local_err = NULL;
+
+    if (qatomic_read(&s->write_perm)) {
+        return;
+    }
+    if (drbd_demote(s, &local_err) < 0) {
+        warn_reportf_err(local_err, "drbd node '%s': auto-demote: ",
+                         bdrv_get_node_name(s->bs));
+    }
+}
+
+/*
+ * The node's users took or gave up write permission (set_perm, main
+ * loop): with role=auto, promote or demote accordingly
+ */
+void drbd_auto_perm_changed(BDRVDrbdState *s, bool write_perm)
+{
+    if (write_perm == s->write_perm) {
+        return;
+    }
+    qatomic_set(&s->write_perm, write_perm);
+    if (!s->auto_promote || (s->bs->open_flags & BDRV_O_INACTIVE)) {
+        return;
+    }
+    if (write_perm) {
+        /* Counted in flight: a drain or close waits for it */
+        bdrv_inc_in_flight(s->bs);
+        /* Later: not within the permission update that brought it */
+        aio_co_schedule(bdrv_get_aio_context(s->bs),
+                        qemu_coroutine_create(drbd_auto_promote_entry, s));
+    } else {
+        qemu_bh_schedule(s->auto_demote_bh);
+    }
 }

@@ -81,6 +81,7 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     info->resource = g_strdup(s->resource);
     info->node_id = s->node_id;
     info->role = s->role;
+    info->auto_promote = s->auto_promote;
     info->peer_role = s->conn.peer_role;
     info->connection = s->conn.cstate;
     info->disk = s->disk;
