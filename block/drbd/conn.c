@@ -383,6 +383,15 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         qemu_mutex_unlock(&s->lock);
         drbd_peer_fail(peer, "the node is closing");
         qemu_mutex_lock(&s->lock);
+    } else if ((s->role == DRBD_ROLE_PRIMARY) != peer->hs_primary) {
+        /*
+         * Promoted or demoted after the handshake decided, before the
+         * peer was here to be told (drbd_announce_role() found none)
+         */
+        qemu_mutex_unlock(&s->lock);
+        drbd_peer_fail(peer, "the node's role, disk or UUIDs changed at "
+                       "the end of the handshake; connecting again");
+        qemu_mutex_lock(&s->lock);
     }
     if (sync_target) {
         peer->sync_target = true;

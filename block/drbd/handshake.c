@@ -441,6 +441,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     };
     drbd_uuids_get_locked(s, &self.uuids);
     gen = s->hs_gen;
+    peer->hs_primary = self.primary;
     qemu_mutex_unlock(&s->lock);
 
     uuids = (DrbdUuidsPacket) {
