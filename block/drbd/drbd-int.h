@@ -129,6 +129,7 @@ typedef struct DrbdPeer {
     DrbdUuids hs_uuids;
     uint64_t resync_bits;       /* bits of the union, when a resync starts */
     bool uuids_synced;          /* both nodes are in one generation now */
+    bool hs_primary;            /* the role the handshake told the peer */
     bool resync_persisted;      /* target: its bitmap is on disk */
 
     bool ping_answered;         /* atomic: the meta receiver sets it */
@@ -259,6 +260,22 @@ struct BDRVDrbdState {
     bool write_perm;
     CoMutex auto_lock;
     QEMUBH *auto_demote_bh;
+
+    /*
+     * Migration (drbd.c, main loop only).  A replicating node that is
+     * inactive (an incoming migration's destination, or a source that
+     * handed its role over) keeps its children active: its local disk is
+     * its own, and the peer's writes go on reaching it.  From an
+     * inactivation until unpark_source has activated the children again,
+     * background I/O waits at the drain gate (parked).  blocker_bh keeps
+     * migration_blocker registered while a migration could not hand the
+     * primary role over.
+     */
+    bool keep_children_active;
+    bool parked;
+    guint unpark_source;        /* a glib idle source */
+    QEMUBH *blocker_bh;
+    Error *migration_blocker;
 
     /* The peer: one for now */
     DrbdConnection conn;

@@ -28,6 +28,7 @@
 #include "qemu/module.h"
 #include "qemu/option.h"
 #include "qemu/timer.h"
+#include "migration/blocker.h"
 #include "qobject/qdict.h"
 #include "qapi/qapi-visit-block-core.h"
 #include "system/block-backend.h"
@@ -224,7 +225,52 @@ static void drbd_free_state(BDRVDrbdState *s)
     g_free(s->resource);
     g_free(s->last_error);
     g_clear_pointer(&s->auto_demote_bh, qemu_bh_delete);
+    if (s->unpark_source) {
+        g_source_remove(s->unpark_source);
+        s->unpark_source = 0;
+    }
+    g_clear_pointer(&s->blocker_bh, qemu_bh_delete);
+    if (s->migration_blocker) {
+        migrate_del_blocker(&s->migration_blocker);
+        g_clear_pointer(&s->migration_blocker, error_free);
+    }
     qemu_mutex_destroy(&s->lock);
+}
+
+static gboolean drbd_unpark_idle(void *opaque);
+static void drbd_blocker_bh(void *opaque);
+
+static bool drbd_replicates(BDRVDrbdState *s)
+{
+    return s->conn.listen_addr || s->conn.peer_addr;
+}
+
+/*
+ * Give the children of an inactive replicating node their write
+ * permission back, activating them first: the node's local disk is its
+ * own, and the peer's writes must go on reaching it
+ */
+static int GRAPH_RDLOCK drbd_keep_children_active(BlockDriverState *bs,
+                                                  Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+    BdrvChild *c;
+    int ret;
+
+    s->keep_children_active = true;
+    QLIST_FOREACH(c, &bs->children, next) {
+        ret = bdrv_activate(c->bs, errp);
+        if (ret == 0) {
+            ret = bdrv_child_refresh_perms(bs, c, errp);
+        }
+        if (ret < 0) {
+            s->keep_children_active = false;
+            error_prepend(errp, "drbd node '%s': its local disk could not "
+                          "be kept active: ", bdrv_get_node_name(bs));
+            return ret;
+        }
+    }
+    return 0;
 }
 
 /*
@@ -279,6 +325,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->al_queue);
     drbd_auto_init(s);
+    s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
     QTAILQ_INIT(&s->transfer_log);
     QLIST_INIT(&s->active_reqs);
     ratelimit_init(&s->conn.resync_limit);
@@ -340,6 +387,21 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
      */
     s->disk = DRBD_DISK_STATE_UP_TO_DATE;
     s->md_writable = (flags & BDRV_O_RDWR) && !(flags & BDRV_O_INACTIVE);
+    if (drbd_replicates(s) && (flags & BDRV_O_RDWR) &&
+        (flags & BDRV_O_INACTIVE)) {
+        /*
+         * Inactive (an incoming migration's destination, or
+         * active=false): the node stays a secondary, and applies the
+         * peer's writes to children that it keeps active
+         */
+        bdrv_graph_rdlock_main_loop();
+        ret = drbd_keep_children_active(bs, errp);
+        bdrv_graph_rdunlock_main_loop();
+        if (ret < 0) {
+            goto fail;
+        }
+        s->md_writable = true;
+    }
     if (s->meta_disk == DRBD_META_DISK_NONE) {
         s->size = size;
         s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
@@ -383,11 +445,10 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
 
     trace_drbd_open(bs, bs->file->bs->filename, DrbdRole_str(s->role),
                     s->conn.protocol);
-    if ((s->conn.listen_addr || s->conn.peer_addr) &&
-        (flags & BDRV_O_INACTIVE)) {
+    if (drbd_replicates(s) && (flags & BDRV_O_INACTIVE) &&
+        !s->keep_children_active) {
         /*
-         * Inactive (an -incoming destination, or active=false): the node
-         * must not write, and the connection would apply the peer's
+         * Inactive and read-only: the connection would apply the peer's
          * writes.  It starts when the node is activated.
          */
         s->last_error = g_strdup("the node is inactive: it connects when "
@@ -405,6 +466,8 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
             drbd_wait_for_connection(s, opts->wfc_timeout);
         }
     }
+    /* A primary that cannot hand over blocks migration from the start */
+    qemu_bh_schedule(s->blocker_bh);
     return 0;
 
 fail:
@@ -420,13 +483,14 @@ static void drbd_close(BlockDriverState *bs)
     trace_drbd_close(bs);
     /* The close demotes, if need be: not a demotion of its own later */
     qemu_bh_cancel(s->auto_demote_bh);
-    if (s->conn.conn_co && !s->md_failed) {
+    if (!s->md_failed) {
         Error *local_err = NULL;
 
         /*
          * A clean close demotes first, as "drbdadm down" does: the peer
          * sees a secondary go, and no new generation splits the brain
-         * when it is promoted and this node comes back
+         * when it is promoted and this node comes back; the metadata of
+         * a node without a peer says it is secondary too
          */
         if (drbd_demote(s, &local_err) < 0) {
             warn_reportf_err(local_err, "drbd node '%s': ",
@@ -763,21 +827,155 @@ drbd_co_getlength(BlockDriverState *bs)
 }
 
 /*
- * Inactivation (the source side of a migration) leaves the metadata as a
- * clean close does; activation reads it again, as the other side left
- * it, and says that the node runs.  A node with a peer refuses: live
- * migration of a replicating node is not supported.
+ * Whether a live migration can hand the primary role over now: a
+ * secondary has nothing to hand over; a primary needs a connected peer
+ * whose data is up to date (the destination is that peer, which applies
+ * our writes until the switchover).  Called with s->lock.
+ */
+static bool drbd_can_hand_over_locked(BDRVDrbdState *s)
+{
+    return s->role != DRBD_ROLE_PRIMARY ||
+           (s->conn.cstate >= DRBD_CONN_STATE_CONNECTED &&
+            s->conn.peer_disk == DRBD_DISK_STATE_UP_TO_DATE);
+}
+
+/* Keep a migration blocker registered while no hand-over is possible */
+static void drbd_blocker_bh(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+    Error *local_err = NULL;
+    bool blocked;
+
+    qemu_mutex_lock(&s->lock);
+    blocked = drbd_replicates(s) && !drbd_can_hand_over_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    if (blocked && !s->migration_blocker) {
+        error_setg(&s->migration_blocker, "drbd node '%s' (resource %s) is "
+                   "primary, and its peer is not connected with up-to-date "
+                   "data: a migration could not hand the disk over",
+                   bdrv_get_node_name(s->bs), s->resource);
+        /* Fails while a migration runs: drbd_inactivate() refuses then */
+        if (migrate_add_blocker(&s->migration_blocker, &local_err) < 0) {
+            warn_report_err(local_err);
+        }
+    } else if (!blocked && s->migration_blocker) {
+        migrate_del_blocker(&s->migration_blocker);
+        g_clear_pointer(&s->migration_blocker, error_free);
+    }
+}
+
+static void drbd_child_perm(BlockDriverState *bs, BdrvChild *c,
+                            BdrvChildRole role,
+                            BlockReopenQueue *reopen_queue,
+                            uint64_t perm, uint64_t shared,
+                            uint64_t *nperm, uint64_t *nshared)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    bdrv_default_perms(bs, c, role, reopen_queue, perm, shared,
+                       nperm, nshared);
+    if (s->keep_children_active && (bs->open_flags & BDRV_O_RDWR)) {
+        /* Inactive, and still applying the peer's writes */
+        *nperm |= BLK_PERM_WRITE;
+    }
+}
+
+/* After a hand-over: the children are active again, the peer's writes go */
+static void drbd_unpark(BDRVDrbdState *s)
+{
+    if (s->parked) {
+        s->parked = false;
+        drbd_drain_end_gate(s);
+    }
+}
+
+/*
+ * The metadata is written again, as the node is: it was left clean at
+ * the inactivation, and nothing changed it since (the node was parked)
+ */
+static int GRAPH_RDLOCK drbd_md_resume(BDRVDrbdState *s, Error **errp)
+{
+    if (!s->md_child || s->md_writable) {
+        return 0;
+    }
+    s->md_writable = true;
+    if (drbd_md_open_commit(s, errp) < 0) {
+        s->md_writable = false;
+        return -EIO;
+    }
+    return 0;
+}
+
+/*
+ * The inactivation is done, children included: activate the children
+ * again and let the peer's writes in.  If that fails, the node cannot
+ * go on replicating: it disconnects.  An idle source of the main loop,
+ * not a BH: a BH would also run in the polls within the inactivation.
+ */
+static gboolean drbd_unpark_idle(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+    BlockDriverState *bs = s->bs;
+    Error *local_err = NULL;
+
+    s->unpark_source = 0;
+    if (!s->parked) {
+        return G_SOURCE_REMOVE;     /* activated again meanwhile */
+    }
+    bdrv_graph_rdlock_main_loop();
+    if ((bs->open_flags & BDRV_O_INACTIVE) &&
+        (drbd_keep_children_active(bs, &local_err) < 0 ||
+         drbd_md_resume(s, &local_err) < 0)) {
+        error_report_err(local_err);
+        bdrv_graph_rdunlock_main_loop();
+        drbd_conn_stop(s);
+        drbd_unpark(s);
+        return G_SOURCE_REMOVE;
+    }
+    bdrv_graph_rdunlock_main_loop();
+    drbd_unpark(s);
+    return G_SOURCE_REMOVE;
+}
+
+/*
+ * Inactivation: the source side of a migration, or active=false.  A
+ * replicating primary hands its role over (demotes: its writes acked by
+ * the peer, the peer told) and refuses if it cannot, so that the
+ * destination's activation may promote the peer.  The node goes on
+ * replicating, as a secondary: the children that QEMU inactivates next
+ * are activated again by unpark_source.  The metadata is left as a clean
+ * close leaves it.
  */
 static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
+    Error *local_err = NULL;
+    bool can;
 
     if (s->conn.conn_co) {
-        error_report("drbd node '%s' (resource %s) replicates to a peer: "
-                     "it cannot be inactivated (live migration of a "
-                     "replicating node is not supported)",
-                     bdrv_get_node_name(bs), s->resource);
-        return -ENOTSUP;
+        qemu_mutex_lock(&s->lock);
+        can = drbd_can_hand_over_locked(s);
+        qemu_mutex_unlock(&s->lock);
+        if (!can) {
+            error_report("drbd node '%s' (resource %s) is primary, and its "
+                         "peer is not connected with up-to-date data: it "
+                         "cannot be inactivated (a migration would lose "
+                         "writes)", bdrv_get_node_name(bs), s->resource);
+            return -EBUSY;
+        }
+        qemu_bh_cancel(s->auto_demote_bh);
+        if (drbd_demote(s, &local_err) < 0) {
+            error_report_err(local_err);
+            return -EIO;
+        }
+        if (!s->parked) {
+            s->parked = true;
+            drbd_drain_begin_gate(s);
+        }
+        s->keep_children_active = false;
+        if (!s->unpark_source) {
+            s->unpark_source = g_idle_add(drbd_unpark_idle, s);
+        }
     }
     if (s->md_child && s->md_writable) {
         drbd_md_close(s);
@@ -839,6 +1037,15 @@ drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
 
     if (!(bs->open_flags & BDRV_O_RDWR)) {
         return;
+    }
+    /* Active, the node's children are active for it anyway */
+    s->keep_children_active = false;
+    if (s->parked) {
+        /* A migration failed before unpark_source ran: nothing changed */
+        if (drbd_md_resume(s, errp) < 0) {
+            return;
+        }
+        drbd_unpark(s);
     }
     if (drbd_md_reactivate(bs, errp) < 0) {
         return;
@@ -1206,7 +1413,7 @@ static BlockDriver bdrv_drbd = {
 
     .bdrv_open                  = drbd_open,
     .bdrv_close                 = drbd_close,
-    .bdrv_child_perm            = bdrv_default_perms,
+    .bdrv_child_perm            = drbd_child_perm,
     .bdrv_check_perm            = drbd_check_perm,
     .bdrv_set_perm              = drbd_set_perm,
     .bdrv_refresh_limits        = drbd_refresh_limits,
