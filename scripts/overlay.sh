@@ -33,6 +33,13 @@ for f in "$top"/docs/interop/drbd*.rst "$top"/tests/unit/test-drbd-*.c \
     link "$rel" "$rel"
 done
 
+# Links to files since deleted here go too (a test removed or renamed)
+find "$src/tests" "$src/docs" -type l 2>/dev/null | while read -r l; do
+    case $(readlink "$l") in
+    "$top"/*) [ -e "$l" ] || rm -f "$l" ;;
+    esac
+done
+
 # The MAINTAINERS stanza, appended once so that get_maintainer.pl knows it.
 if ! grep -q '^F: block/drbd/' "$src/MAINTAINERS"; then
     { echo; cat "$top/MAINTAINERS"; } >> "$src/MAINTAINERS"

@@ -724,7 +724,10 @@ static size_t make_chunk(uint8_t *buf, uint64_t start, uint64_t nbits,
     stq_be_p(buf + OFF_START, start);
     stq_be_p(buf + OFF_NBITS, nbits);
     buf[OFF_FIRST] = first;
-    memcpy(buf + HDR, runs, nruns);
+    if (nruns) {
+        /* runs may be NULL then: memcpy() must not be given NULL */
+        memcpy(buf + HDR, runs, nruns);
+    }
     return HDR + nruns;
 }
 
