@@ -7,13 +7,24 @@
 #                 if missing) and run each for FUZZ_SECONDS (default 60);
 #                 fails if one finds a crash (see tests/fuzz/README.rst)
 #
+#   SANITIZE=1    (with build or check) a second build, under
+#                 build/qemu-build-san, with AddressSanitizer and UBSan;
+#                 check then fails on any sanitizer report
+#
 # QEMU's source and all build outputs live under build/ (ignored by git).
 # Compiler output is cached by ccache outside the tree, in $(CCACHE_DIR).
 
 TOP      := $(CURDIR)
 B        := $(TOP)/build
 SRC      := $(B)/qemu-src
+ifeq ($(SANITIZE),1)
+BLD      := $(B)/qemu-build-san
+CONFIGURED := $(B)/configure-san.stamp
+export DRBD_SANITIZE := 1
+else
 BLD      := $(B)/qemu-build
+CONFIGURED := $(B)/configure.stamp
+endif
 MESONDIR := $(B)/meson
 
 export CCACHE_DIR      ?= /var/cache/qemu-drbd/ccache
@@ -37,12 +48,12 @@ $(B)/source.stamp: scripts/get-qemu.sh scripts/qemu-hooks.patch | deps
 	cd $(SRC) && patch -p1 -s < $(TOP)/scripts/qemu-hooks.patch
 	@touch $@
 
-$(B)/configure.stamp: $(B)/source.stamp scripts/configure.sh
+$(CONFIGURED): $(B)/source.stamp scripts/configure.sh
 	sh scripts/overlay.sh $(TOP) $(SRC)
 	sh scripts/configure.sh $(SRC) $(BLD)
 	@touch $@
 
-build: $(B)/configure.stamp
+build: $(CONFIGURED)
 	@sh scripts/overlay.sh $(TOP) $(SRC)
 	ninja -C $(BLD) $(TARGETS) $(addprefix tests/unit/,$(DRBD_UNIT_TESTS))
 	@echo "built $$($(BLD)/qemu-img --version | head -n 1)"
@@ -67,7 +78,7 @@ fuzz: build
 	sh scripts/fuzz.sh run $(B)/fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BLD) $(B)/configure.stamp
+	rm -rf $(BLD) $(CONFIGURED)
 
 distclean:
 	rm -rf $(B)

@@ -23,6 +23,20 @@ count() {
 tap=$(mktemp)
 trap 'rm -f "$tap"' EXIT
 
+# A sanitizer build (make SANITIZE=1): every process writes its reports to
+# a file of its own under $san, and any report fails the run, whether or
+# not the test noticed (a daemon killed by the test, a report on exit).
+# Leaks are not reported: QEMU's own tools leak at exit by design, and
+# tests kill daemons with SIGKILL, which leaves nothing to check.
+san=
+if [ "${DRBD_SANITIZE:-}" = 1 ]; then
+    san=$bld/sanitizer-reports
+    rm -rf "$san"
+    mkdir -p "$san"
+    export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$san/asan"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$san/ubsan"
+fi
+
 echo "== unit tests"
 for t in "$@"; do
     exe=$bld/tests/unit/$t
@@ -57,6 +71,18 @@ if [ "$rc" != 0 ] && ! grep -q '^not ok ' "$tap"; then
     failed=$((failed + 1))
 fi
 cat "$tap" >> "$log"
+if [ -n "$san" ]; then
+    echo "== sanitizer reports"
+    # Only reports count: ASan also logs warnings there (it does not
+    # fully support the coroutines' makecontext/swapcontext)
+    for r in "$san"/*; do
+        [ -e "$r" ] || continue
+        grep -q 'ERROR: AddressSanitizer\|runtime error:' "$r" || continue
+        echo "not ok sanitizer: $r"
+        grep -A 30 'ERROR: AddressSanitizer\|runtime error:' "$r" | head -n 40
+        failed=$((failed + 1))
+    done
+fi
 if [ "$failed" != 0 ]; then
     echo "details in $log"
 fi

@@ -12,10 +12,18 @@ bld=$2
 cc=cc
 command -v ccache >/dev/null && cc="ccache cc"
 
+# make SANITIZE=1: AddressSanitizer and UBSan (scripts/check.sh collects
+# their reports)
+sanitize=
+if [ "${DRBD_SANITIZE:-}" = 1 ]; then
+    sanitize="--enable-asan --enable-ubsan"
+fi
+
 rm -rf "$bld"
 mkdir -p "$bld"
 cd "$bld"
-"$src/configure" \
+# shellcheck disable=SC2086
+"$src/configure" $sanitize \
     --cc="$cc" \
     --target-list=x86_64-softmmu \
     --without-default-features \
