@@ -33,6 +33,19 @@ def show(cmd):
     subprocess.run(cmd, check=True)
 
 
+# DRBD's spelling of the QAPI states, as in block/drbd/proc.c
+PROC_NAMES = {
+    'standalone': 'StandAlone', 'wf-connection': 'WFConnection',
+    'wf-report-params': 'WFReportParams', 'connected': 'Connected',
+    'sync-source': 'SyncSource', 'sync-target': 'SyncTarget',
+    'primary': 'Primary', 'secondary': 'Secondary', 'unknown': 'Unknown',
+    'diskless': 'Diskless', 'attaching': 'Attaching', 'failed': 'Failed',
+    'inconsistent': 'Inconsistent', 'outdated': 'Outdated',
+    'dunknown': 'DUnknown', 'consistent': 'Consistent',
+    'up-to-date': 'UpToDate',
+}
+
+
 class Node:
     """One qemu-storage-daemon holding one drbd node"""
 
@@ -73,15 +86,23 @@ class Node:
         sys.exit(f'{self.name}: gave up waiting for {what}: {self.info()}')
 
     def print_status(self):
+        """As HMP "info drbd" shows a node: /proc/drbd's names, KiB"""
         i = self.info()
-        c = i['counters']
-        print(f"{self.name}: resource {i['resource']} node-id {i['node-id']}"
-              f" protocol {i['protocol'].upper()}")
-        print(f"    cs:{i['connection']} ro:{i['role']}/{i['peer-role']}"
-              f" ds:{i['disk']}/{i['peer-disk']}")
+        c = dict(i['counters'])
+        for k in ('ns', 'nr', 'dw', 'dr', 'oos'):
+            c[k] //= 1024       # QMP counts bytes
+        print(f"{i['node-name']}: resource {i['resource']}, "
+              f"node-id {i['node-id']}")
+        print(f" 0: cs:{PROC_NAMES.get(i['connection'])}"
+              f" ro:{PROC_NAMES.get(i['role'])}/"
+              f"{PROC_NAMES.get(i['peer-role'])}"
+              f" ds:{PROC_NAMES.get(i['disk'])}/"
+              f"{PROC_NAMES.get(i['peer-disk'])}"
+              f" {i['protocol'].upper()} r-----")
         print('    ' + ' '.join(f'{k}:{c[k]}' for k in
                                 ('ns', 'nr', 'dw', 'dr', 'al', 'bm', 'lo',
-                                 'pe', 'ua', 'ap', 'ep', 'oos')))
+                                 'pe', 'ua', 'ap', 'ep'))
+              + f" wo:f oos:{c['oos']}")
         u = i['uuids']
         print(f"    uuids: {u['current']}:{u['bitmap']}:"
               + ':'.join(u['history']))

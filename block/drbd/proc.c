@@ -1,0 +1,121 @@
+/*
+ * DRBD-style replicated block device: the /proc/drbd view of a node
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+
+#include "proc.h"
+
+static const char *const drbd_proc_cstate_names[DRBD_CONN_STATE__MAX] = {
+    [DRBD_CONN_STATE_STANDALONE]        = "StandAlone",
+    [DRBD_CONN_STATE_WF_CONNECTION]     = "WFConnection",
+    [DRBD_CONN_STATE_WF_REPORT_PARAMS]  = "WFReportParams",
+    [DRBD_CONN_STATE_CONNECTED]         = "Connected",
+    [DRBD_CONN_STATE_SYNC_SOURCE]       = "SyncSource",
+    [DRBD_CONN_STATE_SYNC_TARGET]       = "SyncTarget",
+};
+
+static const char *const drbd_proc_role_names[DRBD_ROLE__MAX] = {
+    [DRBD_ROLE_PRIMARY]                 = "Primary",
+    [DRBD_ROLE_SECONDARY]               = "Secondary",
+    [DRBD_ROLE_UNKNOWN]                 = "Unknown",
+};
+
+static const char *const drbd_proc_disk_names[DRBD_DISK_STATE__MAX] = {
+    [DRBD_DISK_STATE_DISKLESS]          = "Diskless",
+    [DRBD_DISK_STATE_ATTACHING]         = "Attaching",
+    [DRBD_DISK_STATE_FAILED]            = "Failed",
+    [DRBD_DISK_STATE_INCONSISTENT]      = "Inconsistent",
+    [DRBD_DISK_STATE_OUTDATED]          = "Outdated",
+    [DRBD_DISK_STATE_DUNKNOWN]          = "DUnknown",
+    [DRBD_DISK_STATE_CONSISTENT]        = "Consistent",
+    [DRBD_DISK_STATE_UP_TO_DATE]        = "UpToDate",
+};
+
+const char *drbd_proc_cstate_name(DrbdConnState cstate)
+{
+    assert(cstate < DRBD_CONN_STATE__MAX);
+    return drbd_proc_cstate_names[cstate];
+}
+
+const char *drbd_proc_role_name(DrbdRole role)
+{
+    assert(role < DRBD_ROLE__MAX);
+    return drbd_proc_role_names[role];
+}
+
+const char *drbd_proc_disk_name(DrbdDiskState disk)
+{
+    assert(disk < DRBD_DISK_STATE__MAX);
+    return drbd_proc_disk_names[disk];
+}
+
+/*
+ * The resync progress as DRBD draws it: a bar of 20 steps, the part done
+ * in tenths of a percent, and what is left of the total
+ */
+static void drbd_proc_resync(GString *out, const DrbdResyncInfo *r)
+{
+    uint64_t total = r->total / KiB;
+    uint64_t left = (r->total - MIN(r->done, r->total)) / KiB;
+    unsigned permille = total ? (total - left) * 1000 / total : 1000;
+    unsigned x = permille / 50;
+    unsigned i;
+
+    g_string_append(out, "\t[");
+    for (i = 1; i < x; i++) {
+        g_string_append_c(out, '=');
+    }
+    g_string_append_c(out, '>');
+    for (i = x; i < 20; i++) {
+        g_string_append_c(out, '.');
+    }
+    g_string_append_printf(out, "] sync'ed:%3u.%u%% (%" PRIu64 "/%" PRIu64
+                           ")K\n", permille / 10, permille % 10, left, total);
+    if (r->rate) {
+        g_string_append_printf(out, "\twant: %" PRIu64 " K/sec\n",
+                               r->rate / KiB);
+    }
+}
+
+void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
+{
+    const DrbdCounters *c = info->counters;
+    strList *h;
+
+    g_string_append_printf(out, "%s: resource %s, node-id %u\n",
+                           info->node_name, info->resource, info->node_id);
+    g_string_append_printf(out, "%2u: cs:%s ro:%s/%s ds:%s/%s %c r-----\n",
+                           minor, drbd_proc_cstate_name(info->connection),
+                           drbd_proc_role_name(info->role),
+                           drbd_proc_role_name(info->peer_role),
+                           drbd_proc_disk_name(info->disk),
+                           drbd_proc_disk_name(info->peer_disk),
+                           'A' + info->protocol);
+    g_string_append_printf(out, "    ns:%" PRIu64 " nr:%" PRIu64
+                           " dw:%" PRIu64 " dr:%" PRIu64
+                           " al:%" PRIu64 " bm:%" PRIu64
+                           " lo:%u pe:%u ua:%u ap:%u ep:%u wo:f"
+                           " oos:%" PRIu64 "\n",
+                           c->ns / KiB, c->nr / KiB, c->dw / KiB,
+                           c->dr / KiB, c->al, c->bm, c->lo, c->pe, c->ua,
+                           c->ap, c->ep, c->oos / KiB);
+    if (info->resync) {
+        drbd_proc_resync(out, info->resync);
+    }
+    g_string_append_printf(out, "    uuids: %s:%s", info->uuids->current,
+                           info->uuids->bitmap);
+    for (h = info->uuids->history; h; h = h->next) {
+        g_string_append_printf(out, ":%s", h->value);
+    }
+    g_string_append_c(out, '\n');
+    if (info->last_error) {
+        g_string_append_printf(out, "    last error: %s\n",
+                               info->last_error);
+    }
+}
