@@ -290,7 +290,7 @@ struct BDRVDrbdState {
      */
     HBitmap *oos;
 
-    /* Counters for query-drbd, in bytes (reported in KiB) */
+    /* Counters for query-drbd, in bytes (info drbd shows KiB) */
     uint64_t dw, dr;
     uint32_t lo, ap;
     /* ... and in transactions and blocks written */
@@ -382,6 +382,7 @@ char *drbd_uuid_hex(uint64_t uuid);
 void drbd_resync_finished_uuids(DrbdPeer *peer);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
+const char *drbd_name(BDRVDrbdState *s);
 
 /* meta.c */
 void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);

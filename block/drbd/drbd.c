@@ -81,12 +81,31 @@ static QDict *drbd_take_options(QDict *options)
     return mine;
 }
 
+/*
+ * DRBD's configuration and documentation spell the protocols A, B and C;
+ * QAPI's enum values are lowercase.  Accept the uppercase letter where
+ * the options come as strings (-drive, --image-opts); QMP and -blockdev
+ * have had them checked against the enum before the driver sees them.
+ */
+static void drbd_protocol_lowercase(QDict *options)
+{
+    const char *protocol = qdict_get_try_str(options, "protocol");
+
+    if (protocol && protocol[0] >= 'A' && protocol[0] <= 'C' &&
+        !protocol[1]) {
+        char lower[] = { g_ascii_tolower(protocol[0]), '\0' };
+
+        qdict_put_str(options, "protocol", lower);
+    }
+}
+
 static BlockdevOptionsDrbd *drbd_parse_options(QDict *options, Error **errp)
 {
     g_autoptr(QDict) mine = drbd_take_options(options);
     BlockdevOptionsDrbd *opts = NULL;
     Visitor *v;
 
+    drbd_protocol_lowercase(mine);
     v = qobject_input_visitor_new_flat_confused(mine, errp);
     if (!v) {
         return NULL;
@@ -266,7 +285,7 @@ static int GRAPH_RDLOCK drbd_keep_children_active(BlockDriverState *bs,
         if (ret < 0) {
             s->keep_children_active = false;
             error_prepend(errp, "drbd node '%s': its local disk could not "
-                          "be kept active: ", bdrv_get_node_name(bs));
+                          "be kept active: ", drbd_name(s));
             return ret;
         }
     }
@@ -430,7 +449,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
             warn_report("drbd node '%s' (resource %s) was not closed "
                         "cleanly: the %" PRIu32 " extents of its activity "
                         "log (%" PRIu64 " MiB) are marked out of sync",
-                        bdrv_get_node_name(bs), s->resource,
+                        drbd_name(s), s->resource,
                         s->al_recovered,
                         (uint64_t)s->al_recovered * DRBD_AL_EXTENT_SIZE /
                         MiB);
@@ -551,7 +570,7 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
             s->refusal_reported = true;
             error_reportf_err(local_err, "drbd node '%s' (resource %s) "
                               "could not become primary (role auto): guest "
-                              "%s refused: ", bdrv_get_node_name(s->bs),
+                              "%s refused: ", drbd_name(s),
                               s->resource, what);
         } else {
             error_free(local_err);
@@ -562,7 +581,7 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
     if (!s->refusal_reported) {
         s->refusal_reported = true;
         error_report("drbd node '%s' (resource %s) is %s: guest %s "
-                     "refused; %s", bdrv_get_node_name(s->bs), s->resource,
+                     "refused; %s", drbd_name(s), s->resource,
                      DrbdRole_str(role), what,
                      s->auto_promote ? "with role auto it becomes primary "
                      "for a user that opens it for writing" :
@@ -853,7 +872,7 @@ static void drbd_blocker_bh(void *opaque)
         error_setg(&s->migration_blocker, "drbd node '%s' (resource %s) is "
                    "primary, and its peer is not connected with up-to-date "
                    "data: a migration could not hand the disk over",
-                   bdrv_get_node_name(s->bs), s->resource);
+                   drbd_name(s), s->resource);
         /* Fails while a migration runs: drbd_inactivate() refuses then */
         if (migrate_add_blocker(&s->migration_blocker, &local_err) < 0) {
             warn_report_err(local_err);
@@ -1167,7 +1186,7 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
     if ((s->conn.listen_addr || s->conn.peer_addr) &&
         !(state->flags & BDRV_O_RDWR)) {
         error_setg(errp, "drbd node '%s' replicates to a peer: it cannot "
-                   "become read-only", bdrv_get_node_name(state->bs));
+                   "become read-only", drbd_name(s));
         return -EINVAL;
     }
     if (s->md_child && s->md_writable && !(state->flags & BDRV_O_RDWR)) {
@@ -1183,8 +1202,7 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
         bdrv_graph_rdunlock_main_loop();
         if (ret < 0) {
             error_setg_errno(errp, -ret, "drbd node '%s': could not leave "
-                             "its metadata clean",
-                             bdrv_get_node_name(state->bs));
+                             "its metadata clean", drbd_name(s));
             return ret;
         }
         s->md_reopen_closed = true;
@@ -1205,8 +1223,7 @@ static void GRAPH_UNLOCKED drbd_reopen_commit(BDRVReopenState *state)
         s->md_reopen_closed = false;
         s->md_writable = false;
     } else if (writable && drbd_md_reactivate(bs, &local_err) < 0) {
-        error_reportf_err(local_err, "drbd node '%s': ",
-                          bdrv_get_node_name(bs));
+        error_reportf_err(local_err, "drbd node '%s': ", drbd_name(s));
     }
 }
 
@@ -1222,7 +1239,7 @@ static void GRAPH_UNLOCKED drbd_reopen_abort(BDRVReopenState *state)
         if (drbd_md_open_commit(s, &local_err) < 0) {
             s->md_failed = true;
             error_reportf_err(local_err, "drbd node '%s': ",
-                              bdrv_get_node_name(state->bs));
+                              drbd_name(s));
             drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
                            "the metadata could not be written");
         }

@@ -224,12 +224,12 @@ static void drbd_report_split_brain(BDRVDrbdState *s,
     drbd_uuids_str(detail, "peer", theirs);
     if (resolved) {
         warn_report("drbd node '%s' (resource %s): split brain, resolved: "
-                    "%s (%s)", bdrv_get_node_name(s->bs), s->resource,
+                    "%s (%s)", drbd_name(s), s->resource,
                     decision, detail->str);
     } else {
         error_report("drbd node '%s' (resource %s): %s: not connecting (%s); "
                      "drbd-connect with discard-my-data on the node whose "
-                     "changes are to be dropped", bdrv_get_node_name(s->bs),
+                     "changes are to be dropped", drbd_name(s),
                      s->resource, decision, detail->str);
     }
     qapi_event_send_drbd_split_brain(bdrv_get_node_name(s->bs), resolved,

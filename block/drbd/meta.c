@@ -138,7 +138,7 @@ static void drbd_md_failed_locked(BDRVDrbdState *s, int ret,
     if (!s->md_failed) {
         error_report("drbd node '%s' (resource %s): writing the %s to its "
                      "metadata failed: %s; guest writes fail from now on",
-                     bdrv_get_node_name(s->bs), s->resource, what,
+                     drbd_name(s), s->resource, what,
                      strerror(-ret));
         s->md_failed = true;
     }
@@ -630,8 +630,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                         s->md.al_extents, s->md.al_blocks, slots, &last_tr,
                         &found, &local_err) < 0) {
         /* What the log covered is unknown: all of it is out of sync */
-        warn_reportf_err(local_err, "drbd node '%s': ",
-                         bdrv_get_node_name(s->bs));
+        warn_reportf_err(local_err, "drbd node '%s': ", drbd_name(s));
         error_printf("The whole device is marked out of sync.\n");
         local_err = NULL;
         for (i = 0; i < s->md.al_extents; i++) {
@@ -878,7 +877,7 @@ int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
     if (ret < 0) {
         error_report("drbd node '%s': could not leave its metadata clean: "
                      "%s; the next open resyncs the activity log",
-                     bdrv_get_node_name(s->bs), strerror(-ret));
+                     drbd_name(s), strerror(-ret));
     }
     return ret;
 }

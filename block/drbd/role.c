@@ -198,7 +198,7 @@ void drbd_announce_role(BDRVDrbdState *s)
 
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
-    const char *name = bdrv_get_node_name(s->bs);
+    const char *name = drbd_name(s);
     DrbdUuids u;
     int ret;
 
@@ -296,7 +296,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
  */
 int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
 {
-    const char *name = bdrv_get_node_name(s->bs);
+    const char *name = drbd_name(s);
     DrbdPeer *peer;
     DrbdUuids u;
     int ret;
@@ -388,7 +388,7 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     ret = bdrv_flush(s->bs);
     if (ret < 0) {
         warn_report("drbd node '%s': the flush before the demotion failed: "
-                    "%s", bdrv_get_node_name(s->bs), strerror(-ret));
+                    "%s", drbd_name(s), strerror(-ret));
     }
     drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
     bdrv_drained_end(s->bs);
@@ -401,7 +401,7 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     drbd_announce_role_send(s, true);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "'%s' is demoted, but its metadata "
-                         "could not be written", bdrv_get_node_name(s->bs));
+                         "could not be written", drbd_name(s));
         return ret;
     }
     return 0;
@@ -445,7 +445,7 @@ int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp)
     if (ret < 0) {
         error_prepend(errp, "drbd node '%s' (resource %s) cannot become "
                       "primary for writing (role auto): ",
-                      bdrv_get_node_name(s->bs), s->resource);
+                      drbd_name(s), s->resource);
     }
     return ret;
 }
@@ -555,7 +555,7 @@ static void drbd_auto_demote_bh(void *opaque)
     }
     if (drbd_demote(s, &local_err) < 0) {
         warn_reportf_err(local_err, "drbd node '%s': auto-demote: ",
-                         bdrv_get_node_name(s->bs));
+                         drbd_name(s));
     }
 }
 

@@ -92,10 +92,10 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     info->peer_disk = s->conn.peer_disk;
     info->protocol = s->conn.protocol - 'A';
 
-    c->ns = s->conn.ns / KiB;
-    c->nr = s->conn.nr / KiB;
-    c->dw = s->dw / KiB;
-    c->dr = s->dr / KiB;
+    c->ns = s->conn.ns;
+    c->nr = s->conn.nr;
+    c->dw = s->dw;
+    c->dr = s->dr;
     c->al = s->al_writes;
     c->bm = s->bm_writes;
     c->lo = s->lo;
@@ -103,7 +103,7 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     c->ua = s->conn.ua;
     c->ap = s->ap;
     c->ep = s->conn.cur_epoch + 1 - s->conn.barrier_acked_upto;
-    c->oos = hbitmap_count(s->oos) / KiB;
+    c->oos = hbitmap_count(s->oos);
     info->counters = c;
 
     if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
@@ -127,6 +127,21 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     QAPI_LIST_PREPEND(info->uuids->history,
                       drbd_uuid_hex(s->md.uuid_history[0]));
     qemu_mutex_unlock(&s->lock);
+}
+
+/*
+ * The node as messages name it: its node name, or where the user gave
+ * none (qemu-io or qemu-img with a file name, -drive without node-name),
+ * the name of its image, which the user knows
+ */
+const char *drbd_name(BDRVDrbdState *s)
+{
+    const char *name = bdrv_get_node_name(s->bs);
+
+    if (name[0] == '#' && s->bs->file && s->bs->file->bs->filename[0]) {
+        return s->bs->file->bs->filename;
+    }
+    return name;
 }
 
 /* The generation UUIDs live in s->md, with or without metadata on disk */
@@ -209,8 +224,7 @@ void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason)
     s->last_error = g_strdup(reason);
     qemu_mutex_unlock(&s->lock);
     if (!repeated) {
-        warn_report("drbd node '%s': %s%s", bdrv_get_node_name(s->bs),
-                    what, reason);
+        warn_report("drbd node '%s': %s%s", drbd_name(s), what, reason);
     }
 }
 
