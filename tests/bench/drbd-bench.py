@@ -17,12 +17,19 @@
 #                peer (TCP) a drbd secondary over null-co in the second
 #   drbd-C-io    drbd-C with both drbd nodes (and the front's NBD
 #                export) in an iothread of their daemon
+#   nbd-forward-tls  nbd-forward over TLS (tls-creds-psk)
+#   drbd-C-tls   drbd-C over TLS (tls-creds-psk, both channels)
+#   drbd-C-auth  drbd-C whose peers prove a shared secret (HMAC) when
+#                they connect
+#   drbd-C-crc32c  drbd-C with data-integrity-alg=crc32c
 #
 # null-co disks make the engines, not the disks, the thing measured.  The
 # machines this runs on are noisy: all configurations are up at once, the
 # runs go round-robin over them, each number is the median of --repeat
 # runs, and the table shows ratios to nbd-forward and mirror-wb measured in
-# the same run.  It also shows the CPU time all processes of a
+# the same run, and a second table compares the secured configurations
+# with their plaintext ones (TLS to plaintext) and drbd over TLS with NBD
+# forwarding over TLS.  It also shows the CPU time all processes of a
 # configuration (the client included) spent per write: on a machine with
 # few cores, throughput at a high queue depth is bounded by it.
 #
@@ -67,8 +74,9 @@ parser.add_argument('--iothreads', action='store_true',
                     help='run the nodes of every daemon in an iothread')
 parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
-                    'drbd-C,drbd-C-io (ratios need nbd-forward and '
-                    'mirror-wb)')
+                    'drbd-C,drbd-C-io,nbd-forward-tls,drbd-C-tls,'
+                    'drbd-C-auth,drbd-C-crc32c (ratios need nbd-forward '
+                    'and mirror-wb)')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -156,21 +164,36 @@ class Setup:
             '--nbd-server', f'addr.type=unix,addr.path={sock}',
             '--export', 'type=nbd,id=e0,node-name=front,writable=on' + io_opt]
         self.target = ['-f', 'raw', f'nbd+unix:///front?socket={sock}']
+        # TLS with a pre-shared key: one keys.psk for both ends, whose
+        # client has QEMU's default username, "qemu"
+        psk_dir = os.path.join(workdir, 'psk')
+        os.mkdir(psk_dir)
+        with open(os.path.join(psk_dir, 'keys.psk'), 'w',
+                  encoding='ascii') as f:
+            f.write('qemu:' + os.urandom(32).hex() + '\n')
+        tls_server = ['--object', 'tls-creds-psk,id=tls0,endpoint=server,'
+                      f'dir={psk_dir}']
+        tls_client = ['--object', 'tls-creds-psk,id=tls0,endpoint=client,'
+                      f'dir={psk_dir}']
 
         if kind == 'local':
             self.target = ['--image-opts', null('front')]
         elif kind == 'nbd-hop':
             self.start(workdir, 'front', ['--blockdev', null('front')] +
                        front_export)
-        elif kind == 'nbd-forward':
-            self.start(workdir, 'back', io_obj + [
+        elif kind in ('nbd-forward', 'nbd-forward-tls'):
+            tls = kind.endswith('-tls')
+            self.start(workdir, 'back', io_obj + (tls_server if tls else [])
+                       + [
                 '--blockdev', null('back'),
-                '--nbd-server', 'addr.' + tcp.replace(',', ',addr.'),
+                '--nbd-server', 'addr.' + tcp.replace(',', ',addr.') +
+                (',tls-creds=tls0' if tls else ''),
                 '--export', 'type=nbd,id=e1,node-name=back,writable=on'
                 + io_opt])
-            self.start(workdir, 'front', [
+            self.start(workdir, 'front', (tls_client if tls else []) + [
                 '--blockdev', 'driver=nbd,node-name=front,export=back,'
-                'server.' + tcp.replace(',', ',server.')] + front_export)
+                'server.' + tcp.replace(',', ',server.') +
+                (',tls-creds=tls0' if tls else '')] + front_export)
         elif kind == 'mirror-wb':
             self.start(workdir, 'back', io_obj + [
                 '--blockdev', null('back'),
@@ -189,7 +212,17 @@ class Setup:
             proto = kind[5].lower()
             common = (f'driver=drbd,resource=bench,protocol={proto},'
                       'meta-disk=none,')
-            back = self.start(workdir, 'back', io_obj + [
+            back_objs, front_objs = [], []
+            if kind.endswith('-tls'):
+                common += 'tls-creds=tls0,'
+                back_objs, front_objs = tls_server, tls_client
+            elif kind.endswith('-auth'):
+                common += 'secret=key0,'
+                back_objs = front_objs = [
+                    '--object', 'secret,id=key0,data=' + os.urandom(16).hex()]
+            elif kind.endswith('-crc32c'):
+                common += 'data-integrity-alg=crc32c,'
+            back = self.start(workdir, 'back', io_obj + back_objs + [
                 '--blockdev', null('back-null'),
                 '--blockdev', common + 'node-name=back,file=back-null,'
                 'node-id=1,role=secondary,'
@@ -197,7 +230,7 @@ class Setup:
             if iothread:
                 back.cmd('x-blockdev-set-iothread', node_name='back',
                          iothread='io0')
-            front = self.start(workdir, 'front', [
+            front = self.start(workdir, 'front', front_objs + [
                 '--blockdev', null('front-null'),
                 '--blockdev', common + 'node-name=front,file=front-null,'
                 'node-id=0,role=primary,wfc-timeout=10000,'
@@ -249,7 +282,8 @@ def bench_once(setup, size, depth, count):
 
 
 KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
-         'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io']
+         'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io',
+         'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c']
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 
@@ -282,6 +316,7 @@ def main():
     results = {k: statistics.median(v) for k, v in runs.items()}
     cpu = {k: statistics.median(v) for k, v in cpus.items()}
 
+    print_security(results)
     if 'nbd-forward' not in KINDS or 'mirror-wb' not in KINDS:
         return
     print(f'disk latency {args.disk_latency_ns} ns, median of {args.repeat} '
@@ -301,6 +336,25 @@ def main():
                 for w in WORKLOADS]
         row += [f'{cpu[(kind, w[0])]:.1f}' for w in WORKLOADS]
         print(f'| {kind} | ' + ' | '.join(row) + ' |')
+
+
+def print_security(results):
+    """The secured configurations against their plaintext ones"""
+    pairs = [('drbd-C-tls', 'drbd-C'), ('nbd-forward-tls', 'nbd-forward'),
+             ('drbd-C-tls', 'nbd-forward-tls'), ('drbd-C-auth', 'drbd-C'),
+             ('drbd-C-crc32c', 'drbd-C')]
+    pairs = [(a, b) for a, b in pairs if a in KINDS and b in KINDS]
+    if not pairs:
+        return
+    print(f'security: disk latency {args.disk_latency_ns} ns, median of '
+          f'{args.repeat} runs, IOPS ratios')
+    print('| ratio | ' + ' | '.join(w[0] for w in WORKLOADS) + ' |')
+    print('|' + ' --- |' * (1 + len(WORKLOADS)))
+    for a, b in pairs:
+        row = [f'{results[(a, w[0])] / results[(b, w[0])]:.2f}'
+               for w in WORKLOADS]
+        print(f'| {a} / {b} | ' + ' | '.join(row) + ' |')
+    print()
 
 
 if __name__ == '__main__':
