@@ -69,7 +69,7 @@ static void dump_states(void)
         DrbdInfo *i = e->value;
 
         g_test_message("%s: role %s, peer %s, connection %s, disk %s, "
-                       "peer disk %s, oos %" PRIu64 " KiB, pe %" PRIu32
+                       "peer disk %s, oos %" PRIu64 " bytes, pe %" PRIu32
                        ", last error: %s", i->node_name,
                        DrbdRole_str(i->role), DrbdRole_str(i->peer_role),
                        DrbdConnState_str(i->connection),
@@ -362,13 +362,13 @@ static void test_replicate(gconstpointer data)
     b = query(NODE_B);
     g_assert_cmpint(a->connection, ==, DRBD_CONN_STATE_CONNECTED);
     g_assert_cmpint(b->connection, ==, DRBD_CONN_STATE_CONNECTED);
-    g_assert_cmpuint(a->counters->ns, ==, total / KiB);
-    g_assert_cmpuint(a->counters->dw, ==, total / KiB);
+    g_assert_cmpuint(a->counters->ns, ==, total);
+    g_assert_cmpuint(a->counters->dw, ==, total);
     g_assert_cmpuint(a->counters->oos, ==, 0);
     g_assert_cmpuint(a->counters->pe, ==, 0);
     g_assert_cmpuint(a->counters->ap, ==, 0);
-    g_assert_cmpuint(b->counters->nr, ==, total / KiB);
-    g_assert_cmpuint(b->counters->dw, ==, total / KiB);
+    g_assert_cmpuint(b->counters->nr, ==, total);
+    g_assert_cmpuint(b->counters->dw, ==, total);
     g_assert_cmpuint(b->counters->ns, ==, 0);
 
     /* Reads on the primary see what was written */
@@ -465,7 +465,7 @@ static void test_disconnect_resync(void)
     }
     g_assert_cmpint(blk_flush(p.a), ==, 0);
     a2 = query(NODE_A);
-    g_assert_cmpuint(a2->counters->oos, ==, missed_bytes / KiB);
+    g_assert_cmpuint(a2->counters->oos, ==, missed_bytes);
     g_assert_cmpint(a2->connection, ==, DRBD_CONN_STATE_WF_CONNECTION);
 
     /* B comes back: A resyncs what it missed */
@@ -477,7 +477,7 @@ static void test_disconnect_resync(void)
      * sent what A recorded, not the whole disk
      */
     b = query(NODE_B);
-    g_assert_cmpuint(b->counters->nr, ==, missed_bytes / KiB);
+    g_assert_cmpuint(b->counters->nr, ==, missed_bytes);
     g_assert_cmpuint(b->counters->dw, ==, b->counters->nr);
     g_assert_cmpuint(b->counters->oos, ==, 0);
 
@@ -1004,8 +1004,8 @@ static void test_hostile(gconstpointer data)
     g_assert(!memcmp(buf, back, 64 * KiB));
     a2 = query(NODE_A);
     g_assert_cmpint(a2->connection, !=, DRBD_CONN_STATE_CONNECTED);
-    g_assert_cmpuint(a2->counters->oos, ==, 64);
-    g_assert_cmpuint(a2->counters->dw, ==, 64);
+    g_assert_cmpuint(a2->counters->oos, ==, 64 * KiB);
+    g_assert_cmpuint(a2->counters->dw, ==, 64 * KiB);
 
     g_clear_pointer(&h.a, blk_unref);
     /* Nothing the hostile peer sent reached A's image */
