@@ -133,6 +133,7 @@ typedef struct DrbdPeer {
     bool resync_persisted;      /* target: its bitmap is on disk */
 
     bool ping_answered;         /* atomic: the meta receiver sets it */
+    bool ping_now;              /* atomic: a drain wants a ping at once */
     DrbdSleep ping_sleep;       /* the pinger's */
     DrbdSleep resync_sleep;     /* the resync's, while the rate holds it */
 
@@ -509,6 +510,7 @@ int drbd_check_integrity(BDRVDrbdState *s, uint16_t cmd,
 void coroutine_fn drbd_data_receiver(void *opaque);
 void coroutine_fn drbd_meta_receiver(void *opaque);
 void coroutine_fn drbd_pinger(void *opaque);
+void drbd_ping_now(BDRVDrbdState *s);
 
 /* conn.c */
 int drbd_conn_start(BDRVDrbdState *s, Error **errp);

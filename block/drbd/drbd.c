@@ -527,6 +527,8 @@ static void drbd_close(BlockDriverState *bs)
 static void drbd_drain_begin(BlockDriverState *bs)
 {
     drbd_drain_begin_gate(bs->opaque);
+    /* Requests waiting for a frozen peer end within ping-timeout */
+    drbd_ping_now(bs->opaque);
 }
 
 static void drbd_drain_end(BlockDriverState *bs)

@@ -282,13 +282,31 @@ static void coroutine_fn drbd_ping_wait(DrbdPeer *peer, int64_t deadline,
 
     while (!qatomic_read(&peer->broken) &&
            !(for_answer && qatomic_read(&peer->ping_answered)) &&
+           !(!for_answer && qatomic_read(&peer->ping_now)) &&
            (now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME)) < deadline) {
         drbd_co_sleep(s, &peer->ping_sleep, deadline - now);
         drbd_co_rehome(s);
     }
 }
 
-/* Ping the peer every ping-interval; no answer in ping-timeout kills it */
+/* Requests that the peer has not acked yet */
+static bool drbd_peer_owes_acks(BDRVDrbdState *s)
+{
+    bool owed;
+
+    qemu_mutex_lock(&s->lock);
+    owed = !QTAILQ_EMPTY(&s->transfer_log);
+    qemu_mutex_unlock(&s->lock);
+    return owed;
+}
+
+/*
+ * Ping the peer every ping-interval; no answer in ping-timeout kills it.
+ * While the peer owes acks, it is pinged every ping-timeout: a peer that
+ * stopped answering (a frozen link: no FIN, no RST) holds the writes
+ * and flushes waiting for it at most about twice ping-timeout, not a
+ * whole ping-interval.
+ */
 void coroutine_fn drbd_pinger(void *opaque)
 {
     DrbdPeer *peer = opaque;
@@ -296,12 +314,25 @@ void coroutine_fn drbd_pinger(void *opaque)
 
     while (!qatomic_read(&peer->broken)) {
         g_autoptr(GByteArray) pkt = g_byte_array_new();
+        int64_t next = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       s->conn.ping_interval_ns;
 
-        drbd_ping_wait(peer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       s->conn.ping_interval_ns, false);
+        for (;;) {
+            int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+            drbd_ping_wait(peer, MIN(next, now + s->conn.ping_timeout_ns),
+                           false);
+            if (qatomic_read(&peer->broken) ||
+                qatomic_read(&peer->ping_now) ||
+                qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= next ||
+                drbd_peer_owes_acks(s)) {
+                break;
+            }
+        }
         if (qatomic_read(&peer->broken)) {
             break;
         }
+        qatomic_set(&peer->ping_now, false);
         qatomic_set(&peer->ping_answered, false);
         drbd_wire_put_empty(pkt, DRBD_CMD_PING);
         if (drbd_send_meta(peer, pkt) < 0) {
@@ -316,4 +347,21 @@ void coroutine_fn drbd_pinger(void *opaque)
         }
     }
     drbd_peer_put(peer);
+}
+
+/*
+ * Ping the peer now, not at the next ping-interval: a drained section
+ * (a close, a migration, a graph change) waits for the requests that wait
+ * for the peer, and a peer that stopped answering is then given up after
+ * ping-timeout.  Any thread.
+ */
+void drbd_ping_now(BDRVDrbdState *s)
+{
+    DrbdPeer *peer = drbd_peer_get(s);
+
+    if (peer) {
+        qatomic_set(&peer->ping_now, true);
+        drbd_sleep_wake(s, &peer->ping_sleep, false);
+        drbd_peer_put(peer);
+    }
 }

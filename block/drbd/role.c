@@ -370,8 +370,21 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
  * its generation as it was: its peer may be promoted, and the two meet
  * again without a split brain.  Main loop only.
  */
+static void drbd_demote_timeout_cb(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+    DrbdPeer *peer = drbd_peer_get(s);
+
+    if (peer) {
+        drbd_peer_fail(peer, "the peer did not ack our writes within "
+                       "ping-timeout before the demotion");
+        drbd_peer_put(peer);
+    }
+}
+
 int drbd_demote(BDRVDrbdState *s, Error **errp)
 {
+    QEMUTimer *timer;
     DrbdUuids u;
     int ret;
 
@@ -382,6 +395,15 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     }
     qemu_mutex_unlock(&s->lock);
 
+    /*
+     * A peer that does not ack within ping-timeout (a frozen link) is
+     * given up, as the pinger would, but now: a close or a migration
+     * does not wait for the next ping
+     */
+    timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
+                          SCALE_NS, drbd_demote_timeout_cb, s);
+    timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              s->conn.ping_timeout_ns);
     /* Guest requests in flight complete first; later ones are refused */
     bdrv_drained_begin(s->bs);
     /* What the peer acked is on its disk: nothing left to lose */
@@ -399,6 +421,7 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync(s);
     drbd_announce_role_send(s, true);
+    timer_free(timer);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "'%s' is demoted, but its metadata "
                          "could not be written", drbd_name(s));
