@@ -194,6 +194,7 @@ typedef struct DrbdConnection {
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
     bool connect_held;          /* split brain: wait for drbd-connect */
     bool promote_pending;       /* we asked the peer to let us promote */
+    bool promote_granted;       /* it agreed; we are not primary yet */
     int promote_reply;          /* its answer, or -1 while none */
     DrbdSleep promote_sleep;    /* an auto-promotion waits for it here */
     DrbdPeer *peer;             /* the established connection, if any */

@@ -173,6 +173,7 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
     if (st->role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_lock(&s->lock);
         if (s->role == DRBD_ROLE_PRIMARY ||
+            s->conn.promote_granted ||
             (s->conn.promote_pending && s->node_id < s->conn.peer_node_id)) {
             /* we are primary, or asking too and the lower id wins */
             result = DRBD_STATE_REPLY_REFUSED;

@@ -64,6 +64,14 @@ static void coroutine_fn drbd_send_state_req_co(void *opaque)
     drbd_peer_put(peer);
 }
 
+/* A granted promotion is over: the node is primary, or gave up */
+static void drbd_promotion_done(BDRVDrbdState *s)
+{
+    qemu_mutex_lock(&s->lock);
+    s->conn.promote_granted = false;
+    qemu_mutex_unlock(&s->lock);
+}
+
 /* What the peer answered to our request to become primary */
 static int drbd_promotion_answered(BDRVDrbdState *s, bool timed_out,
                                    Error **errp)
@@ -73,6 +81,16 @@ static int drbd_promotion_answered(BDRVDrbdState *s, bool timed_out,
     qemu_mutex_lock(&s->lock);
     reply = s->conn.promote_reply;
     s->conn.promote_pending = false;
+    if (reply == DRBD_STATE_REPLY_GRANTED &&
+        s->conn.peer_role == DRBD_ROLE_PRIMARY) {
+        /* We granted the peer's own request meanwhile: it won */
+        reply = DRBD_STATE_REPLY_REFUSED;
+    }
+    /*
+     * Granted: until this node is primary (or gives up), the peer's own
+     * requests are refused, as a primary's would be
+     */
+    s->conn.promote_granted = reply == DRBD_STATE_REPLY_GRANTED;
     qemu_mutex_unlock(&s->lock);
 
     if (reply == DRBD_STATE_REPLY_GRANTED) {
@@ -263,6 +281,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         qemu_mutex_lock(&s->lock);
         s->md_primary_pending = false;
         qemu_mutex_unlock(&s->lock);
+        drbd_promotion_done(s);
         error_setg_errno(errp, -ret, "'%s': could not write the metadata; "
                          "not promoted", name);
         return ret;
@@ -271,6 +290,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
+    drbd_promotion_done(s);
     qemu_mutex_lock(&s->lock);
     s->md_primary_pending = false;
     qemu_mutex_unlock(&s->lock);
@@ -529,12 +549,14 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     s->md_primary_pending = false;
     qemu_mutex_unlock(&s->lock);
     if (ret < 0) {
+        drbd_promotion_done(s);
         error_setg_errno(errp, -ret, "could not write the metadata");
         qemu_co_mutex_unlock(&s->auto_lock);
         return ret;
     }
     drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
                    "promoted (auto-promote)");
+    drbd_promotion_done(s);
     drbd_announce_role(s);
     qemu_co_mutex_unlock(&s->auto_lock);
     return 0;
