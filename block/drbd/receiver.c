@@ -191,10 +191,18 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
     return drbd_send_meta(peer, pkt) < 0 ? -EPIPE : 0;
 }
 
+/*
+ * A receiver whose socket never runs dry (a resync at full speed) would
+ * never yield: after this long it lets the rest of its AioContext run (the
+ * meta receiver's pings and acks, completions, timers)
+ */
+#define DRBD_RX_SLICE_NS    (2 * SCALE_MS)
+
 void coroutine_fn drbd_data_receiver(void *opaque)
 {
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
+    int64_t slice_start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
     while (!peer->broken) {
         uint8_t *payload = NULL;
@@ -269,6 +277,13 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
             error_free(err);
             break;
+        }
+        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - slice_start >
+            DRBD_RX_SLICE_NS) {
+            aio_co_schedule(qemu_get_current_aio_context(),
+                            qemu_coroutine_self());
+            qemu_coroutine_yield();
+            slice_start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         }
     }
     drbd_peer_put(peer);
