@@ -250,6 +250,7 @@ struct BDRVDrbdState {
     char *last_error;
     uint64_t hs_gen;            /* role, disk state or UUIDs changed */
     bool refusal_reported;      /* a refused guest request was logged */
+    bool auto_refusal_reported; /* a failed auto-promotion was logged */
 
     /*
      * role=auto (role.c): promoted for the first user holding write

@@ -560,16 +560,19 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
     qemu_mutex_unlock(&s->lock);
     if (role == DRBD_ROLE_PRIMARY) {
         s->refusal_reported = false;
+        s->auto_refusal_reported = false;
         return 0;
     }
     if (s->auto_promote && qatomic_read(&s->write_perm)) {
         ret = drbd_co_auto_promote(s, &local_err);
         if (ret == 0) {
             s->refusal_reported = false;
+            s->auto_refusal_reported = false;
             return 0;
         }
-        if (!s->refusal_reported) {
-            s->refusal_reported = true;
+        /* Its own streak: a plain refusal may have come before */
+        if (!s->auto_refusal_reported) {
+            s->auto_refusal_reported = true;
             error_reportf_err(local_err, "drbd node '%s' (resource %s) "
                               "could not become primary (role auto): guest "
                               "%s refused: ", drbd_name(s),
@@ -723,10 +726,13 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
     /*
      * Reads of a node that can neither write nor replicate (qemu-img
      * info, compare or convert of a drbd image) are served whatever its
-     * role
+     * role; so are reads of an inactive node with up-to-date data, as
+     * QEMU serves reads of any inactive image (a device on an incoming
+     * migration's destination probes its disk's geometry)
      */
-    bool inert = !s->conn.listen_addr && !s->conn.peer_addr &&
-                 bdrv_is_read_only(bs);
+    bool inert = (!drbd_replicates(s) && bdrv_is_read_only(bs)) ||
+                 ((bs->open_flags & BDRV_O_INACTIVE) &&
+                  qatomic_read(&s->disk) == DRBD_DISK_STATE_UP_TO_DATE);
     int ret = inert ? 0 : drbd_check_primary(s, "read");
 
     if (ret < 0) {
