@@ -513,7 +513,7 @@ static void drbd_close(BlockDriverState *bs)
          */
         if (drbd_demote(s, &local_err) < 0) {
             warn_reportf_err(local_err, "drbd node '%s': ",
-                             bdrv_get_node_name(bs));
+                             drbd_name(s));
         }
     }
     drbd_conn_stop(s);
@@ -987,7 +987,7 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
             error_report("drbd node '%s' (resource %s) is primary, and its "
                          "peer is not connected with up-to-date data: it "
                          "cannot be inactivated (a migration would lose "
-                         "writes)", bdrv_get_node_name(bs), s->resource);
+                         "writes)", drbd_name(s), s->resource);
             return -EBUSY;
         }
         qemu_bh_cancel(s->auto_demote_bh);
