@@ -64,10 +64,34 @@ static void coroutine_fn drbd_send_state_req_co(void *opaque)
     drbd_peer_put(peer);
 }
 
-/* A granted promotion is over: the node is primary, or gave up */
+/*
+ * The peer agreed (or none is connected): a new data generation if the
+ * writes to come will not reach the peer's disk, and the promotion marked
+ * for the superblock, which the caller writes before the node is primary.
+ * Called with s->lock.
+ */
+static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
+{
+    DrbdUuids u;
+
+    drbd_uuids_get_locked(s, &u);
+    /*
+     * Connected, the peer gets every write (and a running resync the
+     * rest): no new generation, as with DRBD
+     */
+    drbd_uuid_promote(&u, s->conn.cstate >= DRBD_CONN_STATE_CONNECTED, force,
+                      drbd_fresh_uuid());
+    drbd_uuids_set_locked(s, &u);
+    /* On disk before the first write as primary can be */
+    s->md_primary_pending = true;
+    s->hs_gen++;
+}
+
+/* A promotion is over: the node is primary, or gave up */
 static void drbd_promotion_done(BDRVDrbdState *s)
 {
     qemu_mutex_lock(&s->lock);
+    s->md_primary_pending = false;
     s->conn.promote_granted = false;
     qemu_mutex_unlock(&s->lock);
 }
@@ -217,7 +241,6 @@ void drbd_announce_role(BDRVDrbdState *s)
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = drbd_name(s);
-    DrbdUuids u;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -264,23 +287,10 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
      * generation, so that the next handshake knows who changed what
      */
     qemu_mutex_lock(&s->lock);
-    drbd_uuids_get_locked(s, &u);
-    /*
-     * Connected, the peer gets every write (and a running resync the
-     * rest): no new generation, as with DRBD
-     */
-    drbd_uuid_promote(&u, s->conn.cstate >= DRBD_CONN_STATE_CONNECTED, force,
-                      drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
-    /* On disk before the first write as primary can be */
-    s->md_primary_pending = true;
-    s->hs_gen++;
+    drbd_promotion_begin_locked(s, force);
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync(s);
     if (ret < 0) {
-        qemu_mutex_lock(&s->lock);
-        s->md_primary_pending = false;
-        qemu_mutex_unlock(&s->lock);
         drbd_promotion_done(s);
         error_setg_errno(errp, -ret, "'%s': could not write the metadata; "
                          "not promoted", name);
@@ -291,9 +301,6 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
     drbd_promotion_done(s);
-    qemu_mutex_lock(&s->lock);
-    s->md_primary_pending = false;
-    qemu_mutex_unlock(&s->lock);
     drbd_announce_role(s);
     if (force) {
         /* A new generation while connected: let the handshake decide */
@@ -504,7 +511,6 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
 {
     int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                        s->conn.ping_timeout_ns;
-    DrbdUuids u;
     int ret;
 
     qemu_co_mutex_lock(&s->auto_lock);
@@ -537,17 +543,9 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     }
 
     qemu_mutex_lock(&s->lock);
-    drbd_uuids_get_locked(s, &u);
-    drbd_uuid_promote(&u, s->conn.cstate >= DRBD_CONN_STATE_CONNECTED, false,
-                      drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
-    s->md_primary_pending = true;
-    s->hs_gen++;
+    drbd_promotion_begin_locked(s, false);
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync_in_request(s);
-    qemu_mutex_lock(&s->lock);
-    s->md_primary_pending = false;
-    qemu_mutex_unlock(&s->lock);
     if (ret < 0) {
         drbd_promotion_done(s);
         error_setg_errno(errp, -ret, "could not write the metadata");
