@@ -1,5 +1,7 @@
 #!/bin/sh
 # Configure QEMU with the drbd overlay: x86_64-softmmu and the tools.
+# vhost-user (the vhost-user-blk-pci device and qemu-storage-daemon's
+# vhost-user-blk export) is what libvirt's <disk type='vhostuser'> needs.
 #
 # usage: configure.sh SRCDIR BUILDDIR
 set -eu
@@ -30,6 +32,7 @@ cd "$bld"
     --enable-tools \
     --enable-gnutls --enable-nettle \
     --enable-linux-aio \
+    --enable-vhost-user --enable-vhost-user-blk-server \
     --disable-docs \
     --disable-install-blobs \
     --disable-werror \
