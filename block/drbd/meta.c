@@ -85,21 +85,6 @@ void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
     }
 }
 
-/*
- * Whether a range from the peer can be marked or cleared in the bitmap:
- * inside the device, in whole 4 KiB blocks (the last may end with the
- * device)
- */
-bool drbd_oos_range_valid(BDRVDrbdState *s, uint64_t offset, uint64_t bytes)
-{
-    uint64_t gran = 1ULL << DRBD_BM_GRANULARITY;
-
-    return bytes && offset < s->size && bytes <= s->size - offset &&
-           QEMU_IS_ALIGNED(offset, gran) &&
-           (QEMU_IS_ALIGNED(offset + bytes, gran) ||
-            offset + bytes == s->size);
-}
-
 /* The on-disk form of bitmap block @i, under s->lock */
 static void drbd_bm_block_serialize_locked(BDRVDrbdState *s, uint64_t i,
                                            uint8_t *buf)
