@@ -365,6 +365,8 @@ struct BDRVDrbdState {
 /* home.c */
 int coroutine_fn drbd_co_io_begin(BDRVDrbdState *s);
 void drbd_io_end(BDRVDrbdState *s);
+int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
+                                    int64_t bytes, void *buf);
 void drbd_drain_begin_gate(BDRVDrbdState *s);
 void drbd_drain_end_gate(BDRVDrbdState *s);
 void drbd_gate_close(BDRVDrbdState *s);

@@ -54,6 +54,34 @@ void drbd_io_end(BDRVDrbdState *s)
     bdrv_dec_in_flight(s->bs);
 }
 
+/*
+ * Background read of the node's data: counted in flight (as above) and
+ * in the lo and dr counters.  Returns -ECANCELED if the node is closing.
+ */
+int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
+                                    int64_t bytes, void *buf)
+{
+    int ret = drbd_co_io_begin(s);
+
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_mutex_lock(&s->lock);
+    s->lo++;
+    qemu_mutex_unlock(&s->lock);
+
+    bdrv_graph_co_rdlock();
+    ret = bdrv_co_pread(s->bs->file, offset, bytes, buf, 0);
+    bdrv_graph_co_rdunlock();
+
+    qemu_mutex_lock(&s->lock);
+    s->lo--;
+    s->dr += ret == 0 ? bytes : 0;
+    qemu_mutex_unlock(&s->lock);
+    drbd_io_end(s);
+    return ret;
+}
+
 void drbd_drain_begin_gate(BDRVDrbdState *s)
 {
     qatomic_inc(&s->drained);

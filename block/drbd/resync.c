@@ -81,21 +81,13 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     reqlist_init_req(&s->active_reqs, &req, offset, bytes);
     qemu_co_mutex_unlock(&s->reqs_lock);
 
-    ret = drbd_co_io_begin(s);
-    if (ret < 0) {
+    ret = drbd_co_read_local(s, offset, bytes, buf);
+    if (ret == -ECANCELED) {
         qemu_co_mutex_lock(&s->reqs_lock);
         reqlist_remove_req(&req);
         qemu_co_mutex_unlock(&s->reqs_lock);
         return ret;
     }
-    qemu_mutex_lock(&s->lock);
-    s->lo++;
-    qemu_mutex_unlock(&s->lock);
-
-    bdrv_graph_co_rdlock();
-    ret = bdrv_co_pread(s->bs->file, offset, bytes, buf, 0);
-    bdrv_graph_co_rdunlock();
-    drbd_io_end(s);
     if (ret == 0 && drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
         drbd_peer_fail(peer, "resync: %s", error_get_pretty(err));
         error_free(err);
@@ -119,13 +111,11 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
                        " failed: %s", bytes, offset, strerror(-ret));
     }
 
-    qemu_mutex_lock(&s->lock);
-    s->lo--;
     if (ret == 0) {
-        s->dr += bytes;
+        qemu_mutex_lock(&s->lock);
         s->conn.ns += bytes;
+        qemu_mutex_unlock(&s->lock);
     }
-    qemu_mutex_unlock(&s->lock);
 
     qemu_co_mutex_lock(&s->reqs_lock);
     reqlist_remove_req(&req);
