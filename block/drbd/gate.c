@@ -184,3 +184,39 @@ int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
     }
     return 0;
 }
+
+int drbd_gate_ov_request(const DrbdGate *g, const DrbdOvPacket *p,
+                         Error **errp)
+{
+    if (!drbd_gate_bitmap_range(g->disk_size, p->offset, p->bytes)) {
+        error_setg(errp, "OV_REQUEST at %" PRIu64 " (%" PRIu32 " bytes) is "
+                   "not aligned to the bitmap's 4 KiB blocks", p->offset,
+                   p->bytes);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_ov_reply(const DrbdGate *g, const DrbdOvPacket *p,
+                       Error **errp)
+{
+    const DrbdGateOv *req = g->ov_pending ?
+                            g_hash_table_lookup(g->ov_pending, &p->id) :
+                            NULL;
+
+    if (!req || req->offset != p->offset || req->bytes != p->bytes) {
+        error_setg(errp, "OV_REPLY for a verify request never sent or "
+                   "already answered (offset %" PRIu64 ", %" PRIu32
+                   " bytes)", p->offset, p->bytes);
+        return -EINVAL;
+    }
+    if (!(p->flags & DRBD_OV_SKIPPED) &&
+        !!(p->flags & DRBD_OV_DIGESTS) == req->digests) {
+        error_setg(errp, "OV_REPLY at %" PRIu64 " carries %s, but the "
+                   "request %s", p->offset,
+                   req->digests ? "digests" : "a result",
+                   req->digests ? "carried ours" : "asked for digests");
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -27,6 +27,10 @@
  *                               up-to-date primary; not sync source
  *   RS_DONE                     sync target
  *   STATE                       not primary while we are
+ *   OV_REQUEST                  a bitmap range
+ *   OV_REPLY                    answers an OV_REQUEST in flight with
+ *                               that id, offset and length, in the kind
+ *                               the request asked for
  *
  * A "bitmap range" is non-empty, inside the disk, starts on a 4 KiB
  * block of the out-of-sync bitmap and ends on one or at the end of the
@@ -53,6 +57,13 @@
 
 /* The out-of-sync bitmap's block: resync ranges are aligned to it */
 #define DRBD_GATE_BM_BLOCK      4096
+
+/* An OV_REQUEST this node sent, waiting for its OV_REPLY */
+typedef struct DrbdGateOv {
+    uint64_t offset;
+    uint32_t bytes;
+    bool digests;               /* it carried our digests */
+} DrbdGateOv;
 
 typedef struct DrbdGate {
     /* The device */
@@ -82,6 +93,11 @@ typedef struct DrbdGate {
      * g_hash_table_new(g_int64_hash, g_int64_equal) keys them
      */
     GHashTable *resync_chunks;
+    /*
+     * Verify requests sent and not yet answered: from a pointer to the
+     * request's id (uint64_t) to its DrbdGateOv
+     */
+    GHashTable *ov_pending;
 } DrbdGate;
 
 /*
@@ -126,6 +142,21 @@ int drbd_gate_out_of_sync(const DrbdGate *g, const DrbdBlockAck *range,
 
 /* An RS_DONE.  Reads sync_target. */
 int drbd_gate_resync_done(const DrbdGate *g, Error **errp);
+
+/*
+ * An OV_REQUEST @p: a bitmap range.  Reads disk_size.  (Whether the
+ * node can answer it now is not the gate's: it answers SKIPPED.)
+ */
+int drbd_gate_ov_request(const DrbdGate *g, const DrbdOvPacket *p,
+                         Error **errp);
+
+/*
+ * An OV_REPLY @p: it answers a request in ov_pending with the same id,
+ * offset and length, with a result where the request carried digests,
+ * with digests where it did not, or skipped.  Reads ov_pending.
+ */
+int drbd_gate_ov_reply(const DrbdGate *g, const DrbdOvPacket *p,
+                       Error **errp);
 
 /* A STATE packet @st.  Reads role. */
 int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,

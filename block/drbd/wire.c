@@ -34,7 +34,8 @@
 #define SIZES_MAX_EPOCH_SIZE    8
 #define SIZES_PROTOCOL          12
 #define SIZES_INTEGRITY         13
-#define SIZES_PAD               14
+#define SIZES_VERIFY            14
+#define SIZES_PAD               15
 #define SIZES_SIZE              16
 
 /* STATE */
@@ -82,6 +83,15 @@
 #define BARRIER_FLAGS           8
 #define BARRIER_SIZE            12
 
+/* OV_REQUEST, OV_REPLY: then digests, or (RESULT) a 64-bit mask */
+#define OV_OFFSET               0
+#define OV_ID                   8
+#define OV_BYTES                16
+#define OV_FLAGS                20
+#define OV_SIZE                 24
+#define OV_MAX_SIZE             (OV_SIZE + DRBD_OV_MAX_BLOCKS * \
+                                 DRBD_WIRE_DIGEST_MAX)
+
 /* AUTH_CHALLENGE, AUTH_RESPONSE */
 #define AUTH_CHALLENGE_DIGEST   0
 #define AUTH_CHALLENGE_NONCE    4
@@ -100,6 +110,8 @@ QEMU_BUILD_BUG_ON(HELLO_MAX_SIZE > DRBD_WIRE_MAX_PAYLOAD);
 QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_DATA % DRBD_WIRE_ALIGN != 0);
 QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_ZEROES % DRBD_WIRE_ALIGN != 0);
 QEMU_BUILD_BUG_ON(DRBD_WIRE_MAX_ZEROES > UINT32_MAX);
+QEMU_BUILD_BUG_ON(OV_MAX_SIZE > DRBD_WIRE_MAX_PAYLOAD);
+QEMU_BUILD_BUG_ON(DRBD_OV_MAX_BLOCKS > 64);     /* a uint64_t mask */
 
 typedef struct DrbdCmdInfo {
     const char *name;
@@ -135,6 +147,8 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
                                   AUTH_CHALLENGE_SIZE },
     [DRBD_CMD_AUTH_RESPONSE] = { "AUTH_RESPONSE", DRBD_AUTH_DIGEST_MIN,
                                  DRBD_AUTH_DIGEST_MAX },
+    [DRBD_CMD_OV_REQUEST]   = { "OV_REQUEST", OV_SIZE, OV_MAX_SIZE },
+    [DRBD_CMD_OV_REPLY]     = { "OV_REPLY", OV_SIZE, OV_MAX_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -238,6 +252,7 @@ void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s)
     stl_be_p(p + SIZES_MAX_EPOCH_SIZE, s->max_epoch_size);
     p[SIZES_PROTOCOL] = s->protocol;
     p[SIZES_INTEGRITY] = s->integrity;
+    p[SIZES_VERIFY] = s->verify;
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -404,6 +419,40 @@ void drbd_wire_put_bitmap(GByteArray *out, const uint8_t *chunk, size_t len)
     put_header(buf, DRBD_CMD_BITMAP, len);
     g_byte_array_append(out, buf, sizeof(buf));
     g_byte_array_append(out, chunk, len);
+}
+
+static bool is_ov_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_OV_REQUEST || cmd == DRBD_CMD_OV_REPLY;
+}
+
+void drbd_wire_put_ov(GByteArray *out, uint16_t cmd, const DrbdOvPacket *p)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + OV_SIZE + 8];
+    uint8_t *q = buf + DRBD_WIRE_HEADER_SIZE;
+    uint32_t digests = 0, extra = 0;
+
+    assert(is_ov_cmd(cmd));
+    assert(p->bytes && p->bytes <= DRBD_OV_MAX_BYTES);
+    if (p->flags & DRBD_OV_DIGESTS) {
+        assert(p->digest_size >= DRBD_WIRE_DIGEST_MIN &&
+               p->digest_size <= DRBD_WIRE_DIGEST_MAX);
+        digests = drbd_ov_blocks(p->bytes) * p->digest_size;
+    } else if (p->flags & DRBD_OV_RESULT) {
+        assert(cmd == DRBD_CMD_OV_REPLY);
+        extra = 8;
+    }
+
+    put_header(buf, cmd, OV_SIZE + extra + digests);
+    stq_be_p(q + OV_OFFSET, p->offset);
+    stq_be_p(q + OV_ID, p->id);
+    stl_be_p(q + OV_BYTES, p->bytes);
+    stl_be_p(q + OV_FLAGS, p->flags);
+    if (extra) {
+        stq_be_p(q + OV_SIZE, p->mismatch);
+    }
+    g_byte_array_append(out, buf, DRBD_WIRE_HEADER_SIZE + OV_SIZE + extra);
+    g_byte_array_append(out, p->digests, digests);
 }
 
 /*
@@ -598,6 +647,7 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
     sizes.max_epoch_size = ldl_be_p(buf + SIZES_MAX_EPOCH_SIZE);
     sizes.protocol = buf[SIZES_PROTOCOL];
     sizes.integrity = buf[SIZES_INTEGRITY];
+    sizes.verify = buf[SIZES_VERIFY];
 
     if (sizes.disk_size > INT64_MAX) {
         error_setg(errp, "SIZES packet: disk size %" PRIu64 " is too large",
@@ -613,6 +663,11 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
     if (sizes.integrity >= DRBD_DIGEST__MAX) {
         error_setg(errp, "SIZES packet: unknown data-integrity digest %u",
                    sizes.integrity);
+        return -EINVAL;
+    }
+    if (sizes.verify >= DRBD_DIGEST__MAX) {
+        error_setg(errp, "SIZES packet: unknown verify digest %u",
+                   sizes.verify);
         return -EINVAL;
     }
     if (!buffer_is_zero(buf + SIZES_PAD, SIZES_SIZE - SIZES_PAD)) {
@@ -872,5 +927,78 @@ int drbd_wire_get_auth_response(const uint8_t *buf, size_t len,
     }
     r->len = len;
     memcpy(r->digest, buf, len);
+    return 0;
+}
+
+int drbd_wire_get_ov(uint16_t cmd, const uint8_t *buf, size_t len,
+                     uint64_t disk_size, uint32_t digest_size,
+                     DrbdOvPacket *p, Error **errp)
+{
+    const char *name = drbd_cmd_name(cmd);
+    uint32_t known, kind, blocks;
+    size_t expected;
+    DrbdOvPacket ov = { 0 };
+
+    if (check_cmd("OV_REQUEST or OV_REPLY", cmd, is_ov_cmd(cmd), errp) < 0) {
+        return -EINVAL;
+    }
+    if (len < OV_SIZE) {
+        error_setg(errp, "%s packet: payload is %zu bytes (expected at "
+                   "least %d)", name, len, OV_SIZE);
+        return -EINVAL;
+    }
+    ov.offset = ldq_be_p(buf + OV_OFFSET);
+    ov.id = ldq_be_p(buf + OV_ID);
+    ov.bytes = ldl_be_p(buf + OV_BYTES);
+    ov.flags = ldl_be_p(buf + OV_FLAGS);
+
+    if (check_range(name, ov.offset, ov.bytes, DRBD_OV_MAX_BYTES, disk_size,
+                    errp) < 0) {
+        return -EINVAL;
+    }
+    known = cmd == DRBD_CMD_OV_REQUEST ? DRBD_OV_DIGESTS :
+                                         DRBD_OV_REPLY_KINDS;
+    if (ov.flags & ~known) {
+        error_setg(errp, "%s packet: unknown flags 0x%" PRIx32, name,
+                   ov.flags & ~known);
+        return -EINVAL;
+    }
+    kind = ov.flags & DRBD_OV_REPLY_KINDS;
+    if (cmd == DRBD_CMD_OV_REPLY && kind != DRBD_OV_DIGESTS &&
+        kind != DRBD_OV_RESULT && kind != DRBD_OV_SKIPPED) {
+        error_setg(errp, "%s packet: flags 0x%" PRIx32 " are not exactly "
+                   "one of digests, result and skipped", name, ov.flags);
+        return -EINVAL;
+    }
+    if ((ov.flags & DRBD_OV_DIGESTS) && !digest_size) {
+        error_setg(errp, "%s packet carries digests, but verify-alg is not "
+                   "set", name);
+        return -EINVAL;
+    }
+
+    blocks = drbd_ov_blocks(ov.bytes);
+    expected = OV_SIZE;
+    if (ov.flags & DRBD_OV_DIGESTS) {
+        expected += (size_t)blocks * digest_size;
+    } else if (ov.flags & DRBD_OV_RESULT) {
+        expected += 8;
+    }
+    if (check_len(name, len, expected, errp) < 0) {
+        return -EINVAL;
+    }
+    if (ov.flags & DRBD_OV_DIGESTS) {
+        ov.digests = buf + OV_SIZE;
+        ov.digest_size = digest_size;
+    } else if (ov.flags & DRBD_OV_RESULT) {
+        ov.mismatch = ldq_be_p(buf + OV_SIZE);
+        if (blocks < 64 && (ov.mismatch >> blocks)) {
+            error_setg(errp, "%s packet: mismatch mask 0x%" PRIx64 " names "
+                       "blocks beyond its %" PRIu32, name, ov.mismatch,
+                       blocks);
+            return -EINVAL;
+        }
+    }
+
+    *p = ov;
     return 0;
 }

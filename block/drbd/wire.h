@@ -90,6 +90,9 @@ typedef enum DrbdCmd {
     /* authentication, on both channels after HELLO (and TLS): secure.c */
     DRBD_CMD_AUTH_CHALLENGE = 22,   /* a digest algorithm and a nonce */
     DRBD_CMD_AUTH_RESPONSE  = 23,   /* the HMAC that answers the peer's */
+    /* online verify, data channel (DrbdOvPacket) */
+    DRBD_CMD_OV_REQUEST     = 24,   /* verify source: compare this range */
+    DRBD_CMD_OV_REPLY       = 25,   /* verify target: digests or result */
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -118,6 +121,7 @@ typedef struct DrbdSizes {
     uint32_t max_epoch_size;
     uint8_t protocol;           /* 'A', 'B' or 'C' */
     uint8_t integrity;          /* data-integrity-alg: DRBD_DIGEST_* */
+    uint8_t verify;             /* verify-alg: DRBD_DIGEST_* */
 } DrbdSizes;
 
 typedef struct DrbdStatePacket {
@@ -233,6 +237,48 @@ typedef struct DrbdAuthResponse {
     uint8_t digest[DRBD_AUTH_DIGEST_MAX];
 } DrbdAuthResponse;
 
+/*
+ * Online verify compares 4 KiB blocks (the out-of-sync bitmap's), up to
+ * DRBD_OV_MAX_BLOCKS of them per request: the range of an OV_REQUEST or
+ * OV_REPLY starts on a block, and ends on one or at the end of the disk
+ * (the gate checks that).  Its digests are one per block, of the
+ * verify-alg's size.
+ */
+#define DRBD_OV_BLOCK           4096
+#define DRBD_OV_MAX_BLOCKS      64
+#define DRBD_OV_MAX_BYTES       (DRBD_OV_MAX_BLOCKS * DRBD_OV_BLOCK)
+
+/* Bits of DrbdOvPacket.flags: a reply has exactly one of the three */
+#define DRBD_OV_DIGESTS     (1u << 0)   /* digests follow */
+#define DRBD_OV_RESULT      (1u << 1)   /* reply: a mismatch mask follows */
+#define DRBD_OV_SKIPPED     (1u << 2)   /* reply: the target did not look */
+#define DRBD_OV_REPLY_KINDS (DRBD_OV_DIGESTS | DRBD_OV_RESULT | \
+                             DRBD_OV_SKIPPED)
+
+/*
+ * OV_REQUEST asks the peer to verify [@offset, @offset + @bytes); with
+ * DRBD_OV_DIGESTS it carries the sender's digests, and the peer compares
+ * and answers with a RESULT, else the peer answers with its DIGESTS.
+ * Either may answer SKIPPED instead.  @id is the sender's cookie.
+ */
+typedef struct DrbdOvPacket {
+    uint64_t offset;
+    uint64_t id;
+    uint32_t bytes;
+    uint32_t flags;             /* DRBD_OV_* */
+    /* DRBD_OV_DIGESTS: one digest of @digest_size bytes per block */
+    const uint8_t *digests;
+    uint32_t digest_size;
+    /* DRBD_OV_RESULT: bit i set if block i differs */
+    uint64_t mismatch;
+} DrbdOvPacket;
+
+/* The number of verify blocks in a range of @bytes */
+static inline uint32_t drbd_ov_blocks(uint32_t bytes)
+{
+    return DIV_ROUND_UP(bytes, DRBD_OV_BLOCK);
+}
+
 /* The answer in a STATE_REPLY */
 #define DRBD_STATE_REPLY_GRANTED    0
 #define DRBD_STATE_REPLY_REFUSED    1
@@ -276,6 +322,8 @@ void drbd_wire_put_auth_challenge(GByteArray *out,
                                   const DrbdAuthChallenge *c);
 void drbd_wire_put_auth_response(GByteArray *out,
                                  const DrbdAuthResponse *r);
+/* @cmd is OV_REQUEST or OV_REPLY */
+void drbd_wire_put_ov(GByteArray *out, uint16_t cmd, const DrbdOvPacket *p);
 
 /*
  * Decode a header from exactly DRBD_WIRE_HEADER_SIZE bytes.  Fails on a
@@ -311,5 +359,12 @@ int drbd_wire_get_auth_challenge(const uint8_t *buf, size_t len,
                                  DrbdAuthChallenge *c, Error **errp);
 int drbd_wire_get_auth_response(const uint8_t *buf, size_t len,
                                 DrbdAuthResponse *r, Error **errp);
+/*
+ * @digest_size is the size of the verify-alg's digest, 0 if the node
+ * has none (then a packet with digests is refused)
+ */
+int drbd_wire_get_ov(uint16_t cmd, const uint8_t *buf, size_t len,
+                     uint64_t disk_size, uint32_t digest_size,
+                     DrbdOvPacket *p, Error **errp);
 
 #endif /* BLOCK_DRBD_WIRE_H */
