@@ -229,6 +229,8 @@ DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
     peer->order = drbd_order_new();
     peer->resync_chunks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
                                                 g_free, NULL);
+    peer->ov_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                             g_free, g_free);
     return peer;
 }
 
@@ -239,6 +241,7 @@ void drbd_peer_free(DrbdPeer *peer)
     g_free(peer->data_rx.data);
     drbd_order_free(peer->order);
     g_hash_table_destroy(peer->resync_chunks);
+    g_hash_table_destroy(peer->ov_pending);
     g_free(peer->meta_rx.data);
     if (peer->meta_out) {
         g_byte_array_unref(peer->meta_out);
@@ -255,7 +258,9 @@ void drbd_peer_free(DrbdPeer *peer)
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
 {
     BDRVDrbdState *s = peer->s;
+    Coroutine *waiters[2];
     va_list ap;
+    int i;
 
     qemu_mutex_lock(&s->lock);
     if (peer->broken) {
@@ -279,7 +284,17 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     /* Flushes waiting for a barrier ack see that none will come */
     qemu_mutex_lock(&s->lock);
     qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
+    /* ... and a verify or its target, that no answer will */
+    waiters[0] = peer->ov_waiter;
+    waiters[1] = peer->ov_serve_waiter;
+    peer->ov_waiter = NULL;
+    peer->ov_serve_waiter = NULL;
     qemu_mutex_unlock(&s->lock);
+    for (i = 0; i < ARRAY_SIZE(waiters); i++) {
+        if (waiters[i]) {
+            aio_co_wake(waiters[i]);
+        }
+    }
 }
 
 /*

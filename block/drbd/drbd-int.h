@@ -150,7 +150,36 @@ typedef struct DrbdPeer {
     Coroutine *epoch_waiter;
     BlockReqList apply_reqs;
     bool sync_target;
+
+    /*
+     * Online verify (verify.c), under s->lock.  As its source: requests
+     * sent and not answered (from the id to a DrbdGateOv, for the gate),
+     * and the verify coroutine while it waits for an answer.  As its
+     * target: requests being read, and the data receiver while it waits
+     * for one of them to finish.
+     */
+    GHashTable *ov_pending;
+    uint64_t ov_next_id;
+    Coroutine *ov_waiter;
+    unsigned ov_serving;
+    Coroutine *ov_serve_waiter;
 } DrbdPeer;
+
+/*
+ * An online verify this node runs as the source, from drbd-verify until
+ * its event; under s->lock, except @next, which only its coroutine uses
+ */
+typedef struct DrbdVerify {
+    uint64_t start, end;        /* the range, in bytes */
+    uint64_t next;              /* where the next request starts */
+    uint64_t done;              /* bytes answered */
+    uint64_t out_of_sync;       /* bytes found to differ */
+    HBitmap *found;             /* those blocks, from @start */
+    unsigned inflight;          /* requests sent, not yet accounted */
+    bool resync;                /* resync what it finds at the end */
+    DrbdRole role, peer_role;   /* at the start: a change stops it */
+    char *error;                /* why it stopped, if it did */
+} DrbdVerify;
 
 /*
  * Everything the node has and keeps for one peer, for the node's
@@ -186,6 +215,7 @@ typedef struct DrbdConnection {
     size_t auth_key_len;
     uint32_t auth_digest;           /* cram-hmac-alg: DRBD_DIGEST_* */
     uint32_t integrity;             /* data-integrity-alg: DRBD_DIGEST_* */
+    uint32_t verify_alg;            /* verify-alg: DRBD_DIGEST_* */
 
     /* The connection and the peer's state */
     DrbdConnState cstate;
@@ -218,6 +248,9 @@ typedef struct DrbdConnection {
     uint64_t resync_total;
     uint64_t resync_done;
     RateLimit resync_limit;
+
+    /* The online verify this node runs with this peer (verify.c) */
+    DrbdVerify *verify;
 
     /* Counters for query-drbd: bytes sent and received, requests */
     uint64_t ns, nr;
@@ -353,6 +386,7 @@ struct BDRVDrbdState {
  *   receiver.c               the receivers and the pinger
  *   handshake.c              HELLO, parameters, bitmaps, the sync decision
  *   peer.c                   the receiving side: applying the peer's writes
+ *   verify.c                 online verify, both sides
  *   resync.c                 the sync source's side of a resync
  *   tl.c                     the transfer log: guest writes to the peer
  *   channel.c                packets on the two channels, peer references
@@ -468,6 +502,15 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
 void coroutine_fn drbd_resync_run(DrbdPeer *peer);
 void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack);
+
+/* verify.c: online verify */
+int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
+                      bool has_length, uint64_t length, bool resync,
+                      Error **errp);
+int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
+                                     Error **errp);
+int coroutine_fn drbd_verify_reply(DrbdPeer *peer, const DrbdOvPacket *p,
+                                   Error **errp);
 
 /* peer.c: the receiving side */
 int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,

@@ -94,6 +94,18 @@ void qmp_drbd_invalidate_remote(const char *node_name, Error **errp)
     }
 }
 
+void qmp_drbd_verify(const char *node_name, bool has_start, uint64_t start,
+                     bool has_length, uint64_t length, bool has_resync,
+                     bool resync, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_verify_start(s, has_start, start, has_length, length,
+                          has_resync && resync, errp);
+    }
+}
+
 void qmp_drbd_demote(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);

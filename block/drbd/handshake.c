@@ -416,6 +416,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .max_epoch_size = s->conn.max_epoch_size,
         .protocol = s->conn.protocol,
         .integrity = s->conn.integrity,
+        .verify = s->conn.verify_alg,
     };
     DrbdUuidsPacket uuids, their_uuids;
     DrbdHandshakeOutcome outcome;
@@ -500,6 +501,12 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         error_setg(errp, "the peer's data-integrity-alg is %s, this node's "
                    "%s", drbd_digest_name(theirs.integrity),
                    drbd_digest_name(s->conn.integrity));
+        return -EINVAL;
+    }
+    if (theirs.verify != s->conn.verify_alg) {
+        error_setg(errp, "the peer's verify-alg is %s, this node's %s",
+                   drbd_digest_name(theirs.verify),
+                   drbd_digest_name(s->conn.verify_alg));
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {

@@ -212,6 +212,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
         DrbdBlockAck ack;
         DrbdBarrier b;
         DrbdStatePacket st;
+        DrbdOvPacket ov;
         int ret;
 
         ret = drbd_rx_packet(peer, peer->data, &peer->data_rx, &h, &payload,
@@ -253,6 +254,17 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             break;
         case DRBD_CMD_RS_DONE:
             ret = drbd_peer_resync_done(peer, &err);
+            break;
+        case DRBD_CMD_OV_REQUEST:
+        case DRBD_CMD_OV_REPLY:
+            ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size,
+                                   drbd_digest_size(s->conn.verify_alg), &ov,
+                                   &err);
+            if (ret == 0 && h.cmd == DRBD_CMD_OV_REQUEST) {
+                ret = drbd_verify_request(peer, &ov, &err);
+            } else if (ret == 0) {
+                ret = drbd_verify_reply(peer, &ov, &err);
+            }
             break;
         case DRBD_CMD_STATE:
             ret = drbd_wire_get_state(payload, h.length, &st, &err);

@@ -313,6 +313,14 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
             return -EINVAL;
         }
     }
+    if (o->has_verify_alg) {
+        c->verify_alg = drbd_digest_of_qapi[o->verify_alg];
+        if (!drbd_digest_size(c->verify_alg)) {
+            error_setg(errp, "verify-alg %s is not available in this build",
+                       DrbdDigestAlg_str(o->verify_alg));
+            return -EINVAL;
+        }
+    }
     return 0;
 }
 

@@ -116,6 +116,15 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
                                        hbitmap_count(s->oos));
         info->resync->rate = s->conn.resync_rate;
     }
+    if (s->conn.verify) {
+        DrbdVerify *v = s->conn.verify;
+
+        info->verify = g_new0(DrbdVerifyInfo, 1);
+        info->verify->start = v->start;
+        info->verify->length = v->end - v->start;
+        info->verify->done = v->done;
+        info->verify->out_of_sync = v->out_of_sync;
+    }
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);
     }

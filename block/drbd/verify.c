@@ -1,0 +1,685 @@
+/*
+ * DRBD-style replication: online verify
+ *
+ * The verify source (the node drbd-verify runs on) walks its range in
+ * requests of up to 64 blocks of 4 KiB and keeps a window of them in
+ * flight; both nodes read each range, and the blocks whose verify-alg
+ * digests differ are marked out of sync in the source's bitmap.
+ *
+ * The guest writes meanwhile, so the two reads of a range must see the
+ * same writes to it.  One node of the pair is the anchor: the primary,
+ * or the source when neither is primary.  The anchor reads a range while
+ * it holds it in its active requests (no guest write to it in flight,
+ * none starting), and sends its digests on the data channel before it
+ * lets the next write to it go: that packet sits in the data stream
+ * after every write the anchor's read saw and before every write it did
+ * not.  The other node reads the range when that packet comes out of the
+ * stream, in the order its receiver applies writes (peer->apply_reqs),
+ * so it sees exactly the same writes.
+ *
+ *   anchor is the source   OV_REQUEST carries its digests; the target
+ *                          compares in apply order, answers a RESULT
+ *   anchor is the target   OV_REQUEST asks; the primary target answers
+ *                          with its DIGESTS; the source compares them in
+ *                          apply order
+ *
+ * A node that cannot answer as asked (its role changed, a resync runs)
+ * answers SKIPPED, and the verify stops with the reason.
+ *
+ * Everything runs in the node's AioContext: the verify coroutine and the
+ * coroutines that read for one request each are the peer's (they hold a
+ * reference, drbd_peer_spawn()), and the receivers call in here.
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "qapi/error.h"
+#include "qapi/qapi-events-drbd.h"
+#include "qemu/error-report.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+#include "gate.h"
+
+/* Requests the source keeps in flight */
+#define DRBD_OV_WINDOW          16
+/* Requests a target reads for at once before it reads no more packets */
+#define DRBD_OV_SERVE_MAX       (2 * DRBD_OV_WINDOW)
+/* Differing ranges the finishing event lists */
+#define DRBD_OV_RANGES_MAX      16
+
+/* The anchor of a request is the primary, or else the source */
+static bool drbd_verify_source_anchors(BDRVDrbdState *s)
+{
+    return s->conn.peer_role != DRBD_ROLE_PRIMARY;
+}
+
+/*
+ * Wake the coroutine in *@waiter (the verify, waiting for a slot in its
+ * window; the data receiver, for a target's slot)
+ */
+static void drbd_verify_wake(DrbdPeer *peer, Coroutine **waiter)
+{
+    BDRVDrbdState *s = peer->s;
+    Coroutine *co;
+
+    qemu_mutex_lock(&s->lock);
+    co = *waiter;
+    *waiter = NULL;
+    qemu_mutex_unlock(&s->lock);
+    if (co) {
+        aio_co_wake(co);
+    }
+}
+
+/*
+ * Read [@offset, @offset + @bytes) of the local disk and put the digest
+ * of each 4 KiB block in @digests (drbd_ov_blocks(@bytes) of @dsize
+ * bytes).  The caller holds the range against concurrent writes.
+ */
+static int coroutine_fn drbd_verify_read(BDRVDrbdState *s, uint64_t offset,
+                                         uint32_t bytes, uint8_t *digests,
+                                         size_t dsize, Error **errp)
+{
+    g_autofree uint8_t *buf = g_malloc(bytes);
+    uint32_t i;
+    int ret;
+
+    ret = drbd_co_read_local(s, offset, bytes, buf);
+    if (ret == -ECANCELED) {
+        error_setg(errp, "the node is closing");
+        return ret;
+    } else if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading %" PRIu32 " bytes at %"
+                         PRIu64 " failed", bytes, offset);
+        return ret;
+    }
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        struct iovec iov = {
+            .iov_base = buf + i * DRBD_OV_BLOCK,
+            .iov_len = MIN(DRBD_OV_BLOCK, bytes - i * DRBD_OV_BLOCK),
+        };
+
+        if (drbd_digest_iov(s->conn.verify_alg, &iov, 1,
+                            digests + i * dsize, errp) < 0) {
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+/* The blocks of a range whose digests differ, as a mask */
+static uint64_t drbd_verify_mismatch(const uint8_t *mine,
+                                     const uint8_t *theirs, uint32_t bytes,
+                                     size_t dsize)
+{
+    uint64_t mask = 0;
+    uint32_t i;
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        if (memcmp(mine + i * dsize, theirs + i * dsize, dsize)) {
+            mask |= 1ULL << i;
+        }
+    }
+    return mask;
+}
+
+/*
+ * The source learnt the outcome of one request: @mismatch, or that it
+ * failed (@error, which the verify then stops with)
+ */
+static void drbd_verify_account(DrbdPeer *peer, uint64_t offset,
+                                uint32_t bytes, uint64_t mismatch,
+                                const char *error)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdVerify *v;
+
+    qemu_mutex_lock(&s->lock);
+    v = s->conn.verify;
+    assert(v && v->inflight > 0);
+    v->inflight--;
+    if (error) {
+        if (!v->error) {
+            v->error = g_strdup(error);
+        }
+    } else {
+        uint32_t i;
+
+        v->done += bytes;
+        for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+            uint64_t off = offset + (uint64_t)i * DRBD_OV_BLOCK;
+            uint64_t len = MIN(DRBD_OV_BLOCK, offset + bytes - off);
+
+            if (!(mismatch & (1ULL << i))) {
+                continue;
+            }
+            v->out_of_sync += len;
+            hbitmap_set(v->found, off - v->start, len);
+            drbd_oos_set_locked(s, off, len);
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (mismatch) {
+        trace_drbd_verify_mismatch(s->bs, offset, bytes, mismatch);
+    }
+    drbd_verify_wake(peer, &peer->ov_waiter);
+}
+
+/*
+ * A range read in the order the receiver applies writes: the writes
+ * received before the packet that asked for it are on disk, the ones
+ * after it wait (peer->apply_reqs)
+ */
+typedef struct DrbdOvInOrder {
+    DrbdPeer *peer;
+    BlockReq req;
+    DrbdOvPacket p;             /* digests point into @digests */
+    uint8_t *digests;           /* the anchor's */
+    bool reply;                 /* a target: answer with the result */
+} DrbdOvInOrder;
+
+static void coroutine_fn drbd_verify_in_order_co(void *opaque)
+{
+    DrbdOvInOrder *io = opaque;
+    DrbdPeer *peer = io->peer;
+    BDRVDrbdState *s = peer->s;
+    size_t dsize = drbd_digest_size(s->conn.verify_alg);
+    g_autofree uint8_t *mine = g_malloc(DRBD_OV_MAX_BLOCKS * dsize);
+    uint64_t mismatch = 0;
+    Error *err = NULL;
+    int ret;
+
+    ret = drbd_verify_read(s, io->p.offset, io->p.bytes, mine, dsize, &err);
+    if (ret == 0) {
+        mismatch = drbd_verify_mismatch(mine, io->digests, io->p.bytes,
+                                        dsize);
+    }
+    reqlist_remove_req(&io->req);
+
+    if (io->reply) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdOvPacket r = {
+            .offset = io->p.offset, .id = io->p.id, .bytes = io->p.bytes,
+            .flags = ret < 0 ? DRBD_OV_SKIPPED : DRBD_OV_RESULT,
+            .mismatch = mismatch,
+        };
+
+        if (ret < 0) {
+            warn_report("drbd node '%s': verify: %s", drbd_name(s),
+                        error_get_pretty(err));
+        }
+        drbd_wire_put_ov(pkt, DRBD_CMD_OV_REPLY, &r);
+        drbd_send_data_channel(peer, pkt);
+        qemu_mutex_lock(&s->lock);
+        peer->ov_serving--;
+        qemu_mutex_unlock(&s->lock);
+        drbd_verify_wake(peer, &peer->ov_serve_waiter);
+    } else {
+        drbd_verify_account(peer, io->p.offset, io->p.bytes, mismatch,
+                            ret < 0 ? error_get_pretty(err) : NULL);
+    }
+    error_free(err);
+    g_free(io->digests);
+    g_free(io);
+    drbd_peer_put(peer);
+}
+
+/*
+ * Read and compare @p's range against @p's digests once the writes
+ * before it are applied; called by the data receiver, which waits here
+ * for them (as it does for an overlapping write)
+ */
+static void coroutine_fn drbd_verify_in_order(DrbdPeer *peer,
+                                              const DrbdOvPacket *p,
+                                              bool reply)
+{
+    DrbdOvInOrder *io = g_new0(DrbdOvInOrder, 1);
+    size_t len = (size_t)drbd_ov_blocks(p->bytes) * p->digest_size;
+
+    io->peer = peer;
+    io->p = *p;
+    io->digests = g_memdup2(p->digests, len);
+    io->p.digests = io->digests;
+    io->reply = reply;
+    reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
+    reqlist_init_req(&peer->apply_reqs, &io->req, p->offset, p->bytes);
+    drbd_peer_spawn(peer, drbd_verify_in_order_co, io);
+}
+
+/*
+ * The anchor's read: hold the range against guest writes, read it, and
+ * send @out with the digests before the next write to it may go
+ */
+static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
+                                           DrbdOvPacket *out, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    size_t dsize = drbd_digest_size(s->conn.verify_alg);
+    g_autofree uint8_t *digests = g_malloc(DRBD_OV_MAX_BLOCKS * dsize);
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    BlockReq req;
+    int ret;
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_wait_all(&s->active_reqs, out->offset, out->bytes,
+                     &s->reqs_lock);
+    reqlist_init_req(&s->active_reqs, &req, out->offset, out->bytes);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+
+    ret = drbd_verify_read(s, out->offset, out->bytes, digests, dsize, errp);
+    if (ret == 0) {
+        out->flags |= DRBD_OV_DIGESTS;
+        out->digests = digests;
+        out->digest_size = dsize;
+    } else if (cmd == DRBD_CMD_OV_REPLY) {
+        warn_report("drbd node '%s': verify: %s", drbd_name(s),
+                    error_get_pretty(*errp));
+        out->flags = DRBD_OV_SKIPPED;
+    }
+    if (ret == 0 || cmd == DRBD_CMD_OV_REPLY) {
+        drbd_wire_put_ov(pkt, cmd, out);
+        if (drbd_send_data_channel(peer, pkt) < 0 && ret == 0) {
+            error_setg(errp, "the connection was lost");
+            ret = -EPIPE;
+        }
+    }
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_remove_req(&req);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+    return ret;
+}
+
+/* A primary target answers a request with its digests */
+typedef struct DrbdOvServe {
+    DrbdPeer *peer;
+    DrbdOvPacket p;
+} DrbdOvServe;
+
+static void coroutine_fn drbd_verify_serve_co(void *opaque)
+{
+    DrbdOvServe *sv = opaque;
+    DrbdPeer *peer = sv->peer;
+    BDRVDrbdState *s = peer->s;
+    DrbdOvPacket r = {
+        .offset = sv->p.offset, .id = sv->p.id, .bytes = sv->p.bytes,
+    };
+    Error *err = NULL;
+
+    drbd_verify_anchor(peer, DRBD_CMD_OV_REPLY, &r, &err);
+    error_free(err);
+    qemu_mutex_lock(&s->lock);
+    peer->ov_serving--;
+    qemu_mutex_unlock(&s->lock);
+    drbd_verify_wake(peer, &peer->ov_serve_waiter);
+    g_free(sv);
+    drbd_peer_put(peer);
+}
+
+int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
+                                     Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdGate gate = { .disk_size = s->size };
+    const char *skip = NULL;
+    bool primary;
+
+    if (drbd_gate_ov_request(&gate, p, errp) < 0) {
+        return -EINVAL;
+    }
+
+    /* Not too many at once: a peer must not make us read without end */
+    qemu_mutex_lock(&s->lock);
+    while (peer->ov_serving >= DRBD_OV_SERVE_MAX && !peer->broken) {
+        peer->ov_serve_waiter = qemu_coroutine_self();
+        qemu_mutex_unlock(&s->lock);
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    primary = s->role == DRBD_ROLE_PRIMARY;
+    if (s->conn.cstate != DRBD_CONN_STATE_CONNECTED) {
+        skip = "a resync runs";
+    } else if ((p->flags & DRBD_OV_DIGESTS) && primary) {
+        skip = "this node is primary: it must read first";
+    } else if (!(p->flags & DRBD_OV_DIGESTS) && !primary) {
+        skip = "this node is not primary: the source must read first";
+    }
+    if (!skip) {
+        peer->ov_serving++;
+    }
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_verify_request(s->bs, p->offset, p->bytes,
+                              !!(p->flags & DRBD_OV_DIGESTS), skip ?: "");
+
+    if (skip) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdOvPacket r = {
+            .offset = p->offset, .id = p->id, .bytes = p->bytes,
+            .flags = DRBD_OV_SKIPPED,
+        };
+
+        warn_report("drbd node '%s': verify request at %" PRIu64
+                    " skipped: %s", drbd_name(s), p->offset, skip);
+        drbd_wire_put_ov(pkt, DRBD_CMD_OV_REPLY, &r);
+        return drbd_send_data_channel(peer, pkt) < 0 ? -EPIPE : 0;
+    }
+    if (p->flags & DRBD_OV_DIGESTS) {
+        drbd_verify_in_order(peer, p, true);
+    } else {
+        DrbdOvServe *sv = g_new0(DrbdOvServe, 1);
+
+        sv->peer = peer;
+        sv->p = *p;
+        drbd_peer_spawn(peer, drbd_verify_serve_co, sv);
+    }
+    return 0;
+}
+
+int coroutine_fn drbd_verify_reply(DrbdPeer *peer, const DrbdOvPacket *p,
+                                   Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdGate gate = { .ov_pending = peer->ov_pending };
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    ret = drbd_gate_ov_reply(&gate, p, errp);
+    if (ret == 0) {
+        g_hash_table_remove(peer->ov_pending, &p->id);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        return ret;
+    }
+    trace_drbd_verify_reply(s->bs, p->offset, p->bytes, p->flags);
+
+    if (p->flags & DRBD_OV_SKIPPED) {
+        drbd_verify_account(peer, p->offset, p->bytes, 0,
+                            "the peer skipped a request (its role or "
+                            "connection state changed; see its log)");
+    } else if (p->flags & DRBD_OV_RESULT) {
+        drbd_verify_account(peer, p->offset, p->bytes, p->mismatch, NULL);
+    } else {
+        drbd_verify_in_order(peer, p, false);
+    }
+    return 0;
+}
+
+/* Send one request, reading first where this node is the anchor */
+static int coroutine_fn drbd_verify_send(DrbdPeer *peer, uint64_t offset,
+                                         uint32_t bytes, bool anchor,
+                                         Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdGateOv *pending = g_new(DrbdGateOv, 1);
+    DrbdOvPacket out = { .offset = offset, .bytes = bytes };
+    int ret;
+
+    *pending = (DrbdGateOv) {
+        .offset = offset, .bytes = bytes, .digests = anchor,
+    };
+    qemu_mutex_lock(&s->lock);
+    out.id = ++peer->ov_next_id;
+    /* In the table before it goes out: the reply may come first */
+    g_hash_table_insert(peer->ov_pending, g_memdup2(&out.id, sizeof(out.id)),
+                        pending);
+    s->conn.verify->inflight++;
+    qemu_mutex_unlock(&s->lock);
+
+    if (anchor) {
+        ret = drbd_verify_anchor(peer, DRBD_CMD_OV_REQUEST, &out, errp);
+    } else {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_wire_put_ov(pkt, DRBD_CMD_OV_REQUEST, &out);
+        ret = drbd_send_data_channel(peer, pkt);
+        if (ret < 0) {
+            error_setg(errp, "the connection was lost");
+        }
+    }
+    if (ret < 0) {
+        qemu_mutex_lock(&s->lock);
+        g_hash_table_remove(peer->ov_pending, &out.id);
+        s->conn.verify->inflight--;
+        qemu_mutex_unlock(&s->lock);
+    }
+    return ret;
+}
+
+/* The first differing ranges, for the event */
+static DrbdRangeList *drbd_verify_ranges(DrbdVerify *v)
+{
+    DrbdRangeList *head = NULL, **tail = &head;
+    int64_t start = 0, count;
+    int n = 0;
+
+    while (n < DRBD_OV_RANGES_MAX &&
+           hbitmap_next_dirty_area(v->found, start, v->end - v->start,
+                                   INT64_MAX, &start, &count)) {
+        DrbdRange *r = g_new(DrbdRange, 1);
+
+        r->offset = v->start + start;
+        r->length = count;
+        QAPI_LIST_APPEND(tail, r);
+        start += count;
+        n++;
+    }
+    return head;
+}
+
+static void coroutine_fn drbd_verify_resync_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+
+    drbd_resync_run(peer);
+    drbd_peer_put(peer);
+}
+
+/*
+ * Resync what was found: a primary sends it now; a secondary reconnects,
+ * and the handshake gives its marked blocks to the primary, which sends
+ * them.  Returns whether a resync was started.
+ */
+static bool drbd_verify_start_resync(DrbdPeer *peer, uint64_t bytes)
+{
+    BDRVDrbdState *s = peer->s;
+    bool primary, connected;
+
+    qemu_mutex_lock(&s->lock);
+    primary = s->role == DRBD_ROLE_PRIMARY;
+    connected = !peer->broken &&
+                s->conn.cstate == DRBD_CONN_STATE_CONNECTED;
+    qemu_mutex_unlock(&s->lock);
+    if (!connected) {
+        return false;
+    }
+    if (primary) {
+        drbd_set_state(s, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
+                       DRBD_DISK_STATE_INCONSISTENT,
+                       "verify found out-of-sync blocks");
+        drbd_peer_spawn(peer, drbd_verify_resync_co, peer);
+    } else {
+        drbd_peer_fail(peer, "verify found %" PRIu64 " bytes out of sync: "
+                       "reconnecting, so that the primary resyncs them",
+                       bytes);
+    }
+    return true;
+}
+
+static void coroutine_fn drbd_verify_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+    DrbdVerify *v = s->conn.verify;
+    DrbdRangeList *ranges;
+    bool resynced = false;
+    Error *err = NULL;
+
+    while (v->next < v->end) {
+        uint32_t bytes = MIN(DRBD_OV_MAX_BYTES, v->end - v->next);
+        bool anchor;
+
+        drbd_co_rehome(s);
+        qemu_mutex_lock(&s->lock);
+        while (v->inflight >= DRBD_OV_WINDOW && !peer->broken &&
+               !v->error) {
+            peer->ov_waiter = qemu_coroutine_self();
+            qemu_mutex_unlock(&s->lock);
+            qemu_coroutine_yield();
+            qemu_mutex_lock(&s->lock);
+        }
+        if (peer->broken && !v->error) {
+            v->error = g_strdup_printf("the connection was lost: %s",
+                                       peer->broken_reason);
+        } else if (!v->error && (s->role != v->role ||
+                                 s->conn.peer_role != v->peer_role)) {
+            v->error = g_strdup("the roles changed during the verify: run "
+                                "it again");
+        }
+        anchor = drbd_verify_source_anchors(s);
+        qemu_mutex_unlock(&s->lock);
+        if (v->error) {
+            break;
+        }
+
+        if (drbd_verify_send(peer, v->next, bytes, anchor, &err) < 0) {
+            qemu_mutex_lock(&s->lock);
+            v->error = g_strdup(error_get_pretty(err));
+            qemu_mutex_unlock(&s->lock);
+            error_free(err);
+            err = NULL;
+            break;
+        }
+        v->next += bytes;
+    }
+
+    /* The answers to what is in flight */
+    qemu_mutex_lock(&s->lock);
+    while (v->inflight > 0 && !peer->broken) {
+        peer->ov_waiter = qemu_coroutine_self();
+        qemu_mutex_unlock(&s->lock);
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    if (v->inflight > 0) {
+        /*
+         * The connection broke: no answer comes to what is in the table;
+         * the in-order reads of answers that came run on, and count
+         * themselves out
+         */
+        v->inflight -= g_hash_table_size(peer->ov_pending);
+        g_hash_table_remove_all(peer->ov_pending);
+        if (!v->error) {
+            v->error = g_strdup_printf("the connection was lost: %s",
+                                       peer->broken_reason);
+        }
+    }
+    while (v->inflight > 0) {
+        qemu_mutex_unlock(&s->lock);
+        aio_co_schedule(qemu_get_current_aio_context(),
+                        qemu_coroutine_self());
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (v->out_of_sync) {
+        /* The marks are the bitmap's: on disk like any other */
+        drbd_md_sync_co(s);
+        error_report("drbd node '%s': verify found %" PRIu64 " bytes out "
+                     "of sync in [%" PRIu64 ", %" PRIu64 ")", drbd_name(s),
+                     v->out_of_sync, v->start, v->end);
+        if (v->resync && !v->error) {
+            resynced = drbd_verify_start_resync(peer, v->out_of_sync);
+        }
+    }
+    trace_drbd_verify_done(s->bs, v->done, v->out_of_sync, v->error ?: "");
+
+    /* Gone from query-drbd when the event is seen; a new one may start */
+    qemu_mutex_lock(&s->lock);
+    s->conn.verify = NULL;
+    qemu_mutex_unlock(&s->lock);
+    ranges = drbd_verify_ranges(v);
+    qapi_event_send_drbd_verify_finished(bdrv_get_node_name(s->bs),
+                                         v->start, v->end - v->start,
+                                         v->done, v->out_of_sync, ranges,
+                                         resynced, v->error);
+    qapi_free_DrbdRangeList(ranges);
+    hbitmap_free(v->found);
+    g_free(v->error);
+    g_free(v);
+    drbd_peer_put(peer);
+}
+
+int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
+                      bool has_length, uint64_t length, bool resync,
+                      Error **errp)
+{
+    DrbdPeer *peer;
+    DrbdVerify *v;
+
+    if (s->conn.verify_alg == DRBD_DIGEST_NONE) {
+        error_setg(errp, "drbd node '%s' has no verify-alg: set one, the "
+                   "same on both nodes", drbd_name(s));
+        return -EINVAL;
+    }
+    start = has_start ? start : 0;
+    if (start > s->size || !QEMU_IS_ALIGNED(start, DRBD_OV_BLOCK)) {
+        error_setg(errp, "start %" PRIu64 " must be a multiple of %d and "
+                   "within the disk (%" PRIu64 " bytes)", start,
+                   DRBD_OV_BLOCK, s->size);
+        return -EINVAL;
+    }
+    length = has_length ? length : s->size - start;
+    if (!length || length > s->size - start ||
+        (!QEMU_IS_ALIGNED(length, DRBD_OV_BLOCK) &&
+         start + length != s->size)) {
+        error_setg(errp, "length %" PRIu64 " must be positive, a multiple "
+                   "of %d or up to the end of the disk, and within the "
+                   "disk (%" PRIu64 " bytes from %" PRIu64 ")", length,
+                   DRBD_OV_BLOCK, s->size - start, start);
+        return -EINVAL;
+    }
+
+    qemu_mutex_lock(&s->lock);
+    peer = drbd_peer_get_locked(s);
+    if (!peer || s->conn.cstate != DRBD_CONN_STATE_CONNECTED) {
+        error_setg(errp, "drbd node '%s' is %s: verify needs a connected "
+                   "peer and no resync running", drbd_name(s),
+                   DrbdConnState_str(s->conn.cstate));
+    } else if (s->conn.verify) {
+        error_setg(errp, "drbd node '%s' runs a verify already",
+                   drbd_name(s));
+    } else if (resync && s->role != DRBD_ROLE_PRIMARY &&
+               s->conn.peer_role != DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "drbd node '%s': resync after verify needs a "
+                   "primary to resync from; promote one, or verify without "
+                   "resync", drbd_name(s));
+    } else {
+        v = g_new0(DrbdVerify, 1);
+        v->start = start;
+        v->next = start;
+        v->end = start + length;
+        v->resync = resync;
+        v->role = s->role;
+        v->peer_role = s->conn.peer_role;
+        v->found = hbitmap_alloc(length, DRBD_BM_GRANULARITY);
+        s->conn.verify = v;
+        qemu_mutex_unlock(&s->lock);
+        trace_drbd_verify_start(s->bs, start, length, resync);
+        drbd_peer_spawn(peer, drbd_verify_co, peer);
+        drbd_peer_put(peer);
+        return 0;
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (peer) {
+        drbd_peer_put(peer);
+    }
+    return -EINVAL;
+}
