@@ -56,16 +56,20 @@ const char *drbd_proc_disk_name(DrbdDiskState disk)
 }
 
 /*
- * The resync progress as DRBD draws it: a bar of 20 steps, the part done
- * in tenths of a percent, and what is left of the total
+ * Progress as DRBD draws it: a bar of 20 steps, the part done in tenths
+ * of a percent, and what is left of the total
  */
-static void drbd_proc_resync(GString *out, const DrbdResyncInfo *r)
+static void drbd_proc_bar(GString *out, const char *what, uint64_t total,
+                          uint64_t done)
 {
-    uint64_t total = r->total / KiB;
-    uint64_t left = (r->total - MIN(r->done, r->total)) / KiB;
-    unsigned permille = total ? (total - left) * 1000 / total : 1000;
-    unsigned x = permille / 50;
+    uint64_t left = (total - MIN(done, total)) / KiB;
+    unsigned permille;
+    unsigned x;
     unsigned i;
+
+    total /= KiB;
+    permille = total ? (total - left) * 1000 / total : 1000;
+    x = permille / 50;
 
     g_string_append(out, "\t[");
     for (i = 1; i < x; i++) {
@@ -75,8 +79,14 @@ static void drbd_proc_resync(GString *out, const DrbdResyncInfo *r)
     for (i = x; i < 20; i++) {
         g_string_append_c(out, '.');
     }
-    g_string_append_printf(out, "] sync'ed:%3u.%u%% (%" PRIu64 "/%" PRIu64
-                           ")K\n", permille / 10, permille % 10, left, total);
+    g_string_append_printf(out, "] %s:%3u.%u%% (%" PRIu64 "/%" PRIu64
+                           ")K\n", what, permille / 10, permille % 10, left,
+                           total);
+}
+
+static void drbd_proc_resync(GString *out, const DrbdResyncInfo *r)
+{
+    drbd_proc_bar(out, "sync'ed", r->total, r->done);
     if (r->rate) {
         g_string_append_printf(out, "\twant: %" PRIu64 " K/sec\n",
                                r->rate / KiB);
@@ -107,6 +117,10 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
                            c->ap, c->ep, c->oos / KiB);
     if (info->resync) {
         drbd_proc_resync(out, info->resync);
+    }
+    if (info->verify) {
+        drbd_proc_bar(out, "verified", info->verify->length,
+                      info->verify->done);
     }
     g_string_append_printf(out, "    uuids: %s:%s", info->uuids->current,
                            info->uuids->bitmap);

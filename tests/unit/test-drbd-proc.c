@@ -197,6 +197,25 @@ static void test_format_resync_rate(void)
                             "    uuids: "));
 }
 
+static void test_format_verify(void)
+{
+    g_autofree char *out = NULL;
+    DrbdVerifyInfo v = {
+        .start = 0, .length = 4608 * KiB, .done = 1536 * KiB,
+        .out_of_sync = 8 * KiB,
+    };
+    Node n;
+
+    /* A verify leaves the connection as it is, and draws its own bar */
+    node_init(&n);
+    n.info.verify = &v;
+    out = format(0, &n.info);
+    g_assert_nonnull(strstr(out, " 0: cs:Connected "));
+    g_assert_nonnull(strstr(out, "\n\t[=====>..............] verified: "
+                            "33.3% (3072/4608)K\n    uuids: "));
+    g_assert_null(strstr(out, "sync'ed"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -204,6 +223,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-proc/format/connected", test_format_connected);
     g_test_add_func("/drbd-proc/format/standalone", test_format_standalone);
     g_test_add_func("/drbd-proc/format/resync", test_format_resync);
+    g_test_add_func("/drbd-proc/format/verify", test_format_verify);
     g_test_add_func("/drbd-proc/format/resync-rate",
                     test_format_resync_rate);
     return g_test_run();
