@@ -220,3 +220,38 @@ int drbd_gate_ov_reply(const DrbdGate *g, const DrbdOvPacket *p,
     }
     return 0;
 }
+
+int drbd_gate_csum(const DrbdGate *g, const DrbdOvPacket *p, Error **errp)
+{
+    if (g->role == DRBD_ROLE_PRIMARY || !g->sync_target) {
+        error_setg(errp, "received an RS_CSUM packet from a %s peer that is "
+                   "not our sync source", DrbdRole_str(g->peer_role));
+        return -EINVAL;
+    }
+    if (!drbd_gate_bitmap_range(g->disk_size, p->offset, p->bytes)) {
+        error_setg(errp, "RS_CSUM at %" PRIu64 " (%" PRIu32 " bytes) is not "
+                   "aligned to the bitmap's 4 KiB blocks", p->offset,
+                   p->bytes);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_csum_reply(const DrbdGate *g, const DrbdOvPacket *p,
+                         Error **errp)
+{
+    uint64_t offset = p->id & ~DRBD_GATE_RESYNC_ID;
+    gpointer bytes;
+
+    if (!(p->id & DRBD_GATE_RESYNC_ID) || p->offset != offset ||
+        !g->csum_chunks ||
+        !g_hash_table_lookup_extended(g->csum_chunks, &offset, NULL,
+                                      &bytes) ||
+        GPOINTER_TO_UINT(bytes) != p->bytes) {
+        error_setg(errp, "RS_CSUM_REPLY for a resync checksum never sent or "
+                   "already answered (offset %" PRIu64 ", %" PRIu32
+                   " bytes)", p->offset, p->bytes);
+        return -EINVAL;
+    }
+    return 0;
+}

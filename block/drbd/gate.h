@@ -27,6 +27,9 @@
  *                               up-to-date primary; not sync source
  *   RS_DONE                     sync target
  *   STATE                       not primary while we are
+ *   RS_CSUM                     as RS_DATA
+ *   RS_CSUM_REPLY               answers an RS_CSUM in flight with that
+ *                               id, offset and length
  *   OV_REQUEST                  a bitmap range
  *   OV_REPLY                    answers an OV_REQUEST in flight with
  *                               that id, offset and length, in the kind
@@ -98,6 +101,11 @@ typedef struct DrbdGate {
      * request's id (uint64_t) to its DrbdGateOv
      */
     GHashTable *ov_pending;
+    /*
+     * Checksums of resync chunks sent and not yet answered, keyed and
+     * valued as resync_chunks
+     */
+    GHashTable *csum_chunks;
 } DrbdGate;
 
 /*
@@ -157,6 +165,19 @@ int drbd_gate_ov_request(const DrbdGate *g, const DrbdOvPacket *p,
  */
 int drbd_gate_ov_reply(const DrbdGate *g, const DrbdOvPacket *p,
                        Error **errp);
+
+/*
+ * An RS_CSUM @p, as RS_DATA: from our sync source, on a bitmap range.
+ * Reads role, sync_target, peer_role and disk_size.
+ */
+int drbd_gate_csum(const DrbdGate *g, const DrbdOvPacket *p, Error **errp);
+
+/*
+ * An RS_CSUM_REPLY @p: it answers, by id, offset and length, an RS_CSUM
+ * in csum_chunks.  Reads csum_chunks.
+ */
+int drbd_gate_csum_reply(const DrbdGate *g, const DrbdOvPacket *p,
+                         Error **errp);
 
 /* A STATE packet @st.  Reads role. */
 int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,

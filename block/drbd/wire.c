@@ -35,7 +35,7 @@
 #define SIZES_PROTOCOL          12
 #define SIZES_INTEGRITY         13
 #define SIZES_VERIFY            14
-#define SIZES_PAD               15
+#define SIZES_CSUMS             15
 #define SIZES_SIZE              16
 
 /* STATE */
@@ -83,7 +83,10 @@
 #define BARRIER_FLAGS           8
 #define BARRIER_SIZE            12
 
-/* OV_REQUEST, OV_REPLY: then digests, or (RESULT) a 64-bit mask */
+/*
+ * OV_REQUEST, OV_REPLY, RS_CSUM, RS_CSUM_REPLY: then digests, or
+ * (RESULT) a 64-bit mask
+ */
 #define OV_OFFSET               0
 #define OV_ID                   8
 #define OV_BYTES                16
@@ -149,6 +152,8 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
                                  DRBD_AUTH_DIGEST_MAX },
     [DRBD_CMD_OV_REQUEST]   = { "OV_REQUEST", OV_SIZE, OV_MAX_SIZE },
     [DRBD_CMD_OV_REPLY]     = { "OV_REPLY", OV_SIZE, OV_MAX_SIZE },
+    [DRBD_CMD_RS_CSUM]      = { "RS_CSUM", OV_SIZE, OV_MAX_SIZE },
+    [DRBD_CMD_RS_CSUM_REPLY] = { "RS_CSUM_REPLY", OV_SIZE + 8, OV_SIZE + 8 },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -253,6 +258,7 @@ void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s)
     p[SIZES_PROTOCOL] = s->protocol;
     p[SIZES_INTEGRITY] = s->integrity;
     p[SIZES_VERIFY] = s->verify;
+    p[SIZES_CSUMS] = s->csums;
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -423,7 +429,23 @@ void drbd_wire_put_bitmap(GByteArray *out, const uint8_t *chunk, size_t len)
 
 static bool is_ov_cmd(uint16_t cmd)
 {
-    return cmd == DRBD_CMD_OV_REQUEST || cmd == DRBD_CMD_OV_REPLY;
+    return cmd == DRBD_CMD_OV_REQUEST || cmd == DRBD_CMD_OV_REPLY ||
+           cmd == DRBD_CMD_RS_CSUM || cmd == DRBD_CMD_RS_CSUM_REPLY;
+}
+
+/* The flags a packet of @cmd must have exactly one of; 0: any subset */
+static uint32_t ov_kinds(uint16_t cmd)
+{
+    switch (cmd) {
+    case DRBD_CMD_OV_REPLY:
+        return DRBD_OV_REPLY_KINDS;
+    case DRBD_CMD_RS_CSUM:
+        return DRBD_OV_DIGESTS;
+    case DRBD_CMD_RS_CSUM_REPLY:
+        return DRBD_OV_RESULT;
+    default:
+        return 0;
+    }
 }
 
 void drbd_wire_put_ov(GByteArray *out, uint16_t cmd, const DrbdOvPacket *p)
@@ -439,7 +461,7 @@ void drbd_wire_put_ov(GByteArray *out, uint16_t cmd, const DrbdOvPacket *p)
                p->digest_size <= DRBD_WIRE_DIGEST_MAX);
         digests = drbd_ov_blocks(p->bytes) * p->digest_size;
     } else if (p->flags & DRBD_OV_RESULT) {
-        assert(cmd == DRBD_CMD_OV_REPLY);
+        assert(cmd == DRBD_CMD_OV_REPLY || cmd == DRBD_CMD_RS_CSUM_REPLY);
         extra = 8;
     }
 
@@ -648,6 +670,7 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
     sizes.protocol = buf[SIZES_PROTOCOL];
     sizes.integrity = buf[SIZES_INTEGRITY];
     sizes.verify = buf[SIZES_VERIFY];
+    sizes.csums = buf[SIZES_CSUMS];
 
     if (sizes.disk_size > INT64_MAX) {
         error_setg(errp, "SIZES packet: disk size %" PRIu64 " is too large",
@@ -670,8 +693,9 @@ int drbd_wire_get_sizes(const uint8_t *buf, size_t len, DrbdSizes *s,
                    sizes.verify);
         return -EINVAL;
     }
-    if (!buffer_is_zero(buf + SIZES_PAD, SIZES_SIZE - SIZES_PAD)) {
-        error_setg(errp, "SIZES packet: padding is not zero");
+    if (sizes.csums >= DRBD_DIGEST__MAX) {
+        error_setg(errp, "SIZES packet: unknown csums digest %u",
+                   sizes.csums);
         return -EINVAL;
     }
 
@@ -935,11 +959,12 @@ int drbd_wire_get_ov(uint16_t cmd, const uint8_t *buf, size_t len,
                      DrbdOvPacket *p, Error **errp)
 {
     const char *name = drbd_cmd_name(cmd);
-    uint32_t known, kind, blocks;
+    uint32_t known, kinds, kind, blocks;
     size_t expected;
     DrbdOvPacket ov = { 0 };
 
-    if (check_cmd("OV_REQUEST or OV_REPLY", cmd, is_ov_cmd(cmd), errp) < 0) {
+    if (check_cmd("OV_REQUEST, OV_REPLY, RS_CSUM or RS_CSUM_REPLY", cmd,
+                  is_ov_cmd(cmd), errp) < 0) {
         return -EINVAL;
     }
     if (len < OV_SIZE) {
@@ -956,23 +981,24 @@ int drbd_wire_get_ov(uint16_t cmd, const uint8_t *buf, size_t len,
                     errp) < 0) {
         return -EINVAL;
     }
-    known = cmd == DRBD_CMD_OV_REQUEST ? DRBD_OV_DIGESTS :
-                                         DRBD_OV_REPLY_KINDS;
+    kinds = ov_kinds(cmd);
+    known = kinds ? kinds : DRBD_OV_DIGESTS;
     if (ov.flags & ~known) {
         error_setg(errp, "%s packet: unknown flags 0x%" PRIx32, name,
                    ov.flags & ~known);
         return -EINVAL;
     }
-    kind = ov.flags & DRBD_OV_REPLY_KINDS;
-    if (cmd == DRBD_CMD_OV_REPLY && kind != DRBD_OV_DIGESTS &&
-        kind != DRBD_OV_RESULT && kind != DRBD_OV_SKIPPED) {
+    kind = ov.flags & known;
+    if (kinds && (!kind || (kind & (kind - 1)))) {
         error_setg(errp, "%s packet: flags 0x%" PRIx32 " are not exactly "
-                   "one of digests, result and skipped", name, ov.flags);
+                   "one of those it may have (0x%" PRIx32 ")", name,
+                   ov.flags, kinds);
         return -EINVAL;
     }
     if ((ov.flags & DRBD_OV_DIGESTS) && !digest_size) {
-        error_setg(errp, "%s packet carries digests, but verify-alg is not "
-                   "set", name);
+        error_setg(errp, "%s packet carries digests, but this node has "
+                   "no %s", name, cmd == DRBD_CMD_RS_CSUM ? "csums-alg" :
+                   "verify-alg");
         return -EINVAL;
     }
 

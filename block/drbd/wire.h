@@ -93,6 +93,9 @@ typedef enum DrbdCmd {
     /* online verify, data channel (DrbdOvPacket) */
     DRBD_CMD_OV_REQUEST     = 24,   /* verify source: compare this range */
     DRBD_CMD_OV_REPLY       = 25,   /* verify target: digests or result */
+    /* checksum-based resync (DrbdOvPacket, csums-alg digests) */
+    DRBD_CMD_RS_CSUM        = 26,   /* sync source, data: its digests */
+    DRBD_CMD_RS_CSUM_REPLY  = 27,   /* sync target, meta: which differ */
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -122,6 +125,7 @@ typedef struct DrbdSizes {
     uint8_t protocol;           /* 'A', 'B' or 'C' */
     uint8_t integrity;          /* data-integrity-alg: DRBD_DIGEST_* */
     uint8_t verify;             /* verify-alg: DRBD_DIGEST_* */
+    uint8_t csums;              /* csums-alg: DRBD_DIGEST_* */
 } DrbdSizes;
 
 typedef struct DrbdStatePacket {
@@ -260,6 +264,10 @@ typedef struct DrbdAuthResponse {
  * DRBD_OV_DIGESTS it carries the sender's digests, and the peer compares
  * and answers with a RESULT, else the peer answers with its DIGESTS.
  * Either may answer SKIPPED instead.  @id is the sender's cookie.
+ *
+ * A checksum-based resync sends the same packet: RS_CSUM carries the
+ * sync source's csums-alg DIGESTS of a chunk, RS_CSUM_REPLY the target's
+ * RESULT.
  */
 typedef struct DrbdOvPacket {
     uint64_t offset;
@@ -322,7 +330,10 @@ void drbd_wire_put_auth_challenge(GByteArray *out,
                                   const DrbdAuthChallenge *c);
 void drbd_wire_put_auth_response(GByteArray *out,
                                  const DrbdAuthResponse *r);
-/* @cmd is OV_REQUEST or OV_REPLY */
+/*
+ * @cmd is OV_REQUEST or OV_REPLY; or RS_CSUM (with DIGESTS) or
+ * RS_CSUM_REPLY (with a RESULT), which use the same packet
+ */
 void drbd_wire_put_ov(GByteArray *out, uint16_t cmd, const DrbdOvPacket *p);
 
 /*
@@ -360,8 +371,9 @@ int drbd_wire_get_auth_challenge(const uint8_t *buf, size_t len,
 int drbd_wire_get_auth_response(const uint8_t *buf, size_t len,
                                 DrbdAuthResponse *r, Error **errp);
 /*
- * @digest_size is the size of the verify-alg's digest, 0 if the node
- * has none (then a packet with digests is refused)
+ * @digest_size is the size of the digest of the packet's algorithm
+ * (verify-alg for OV_*, csums-alg for RS_CSUM*), 0 if the node has none
+ * (then a packet with digests is refused)
  */
 int drbd_wire_get_ov(uint16_t cmd, const uint8_t *buf, size_t len,
                      uint64_t disk_size, uint32_t digest_size,
