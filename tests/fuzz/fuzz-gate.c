@@ -4,19 +4,22 @@
  * secondary applies writes (block/drbd/order.c)
  *
  * The target models one node of a connection: what it sent (guest write
- * ids, closed epochs, resync chunks in flight), its role, the peer's as
- * last reported, and the handshake's decision.  The input is, after a
- * configuration, a sequence of steps: either something the node does
- * itself (send a write, close an epoch, send a resync chunk, finish a
- * write it applies, change roles) or a packet that arrives, decoded as a
- * receiver decodes it and asked of the gate.  Like the receiver, the
+ * ids, closed epochs, resync chunks and verify requests in flight), its
+ * role, the peer's as last reported, and the handshake's decision.  The
+ * input is, after a configuration, a sequence of steps: either something
+ * the node does itself (send a write, close an epoch, send a resync chunk
+ * or a verify request, finish a write it applies, change roles) or a
+ * packet that arrives, decoded as a receiver decodes it and asked of the
+ * gate.  Like the receiver, the
  * target stops at the first packet that is malformed or that the gate
  * refuses: the connection would be dropped.
  *
  * Input:
  *
  *   12 bytes   configuration
- *              0: bit 0 primary, bit 1 sync target, bit 2 sync source
+ *              0: bit 0 primary, bit 1 sync target, bit 2 sync source,
+ *                 bits 4-7 verify-alg (a DRBD_DIGEST_*, none if 9 or
+ *                 more): the digest size OV packets are decoded with
  *              1: the handshake's decision (modulo DRBD_SYNC__MAX)
  *              2: the peer's role, 3: the peer's disk (modulo their
  *                 counts)
@@ -28,7 +31,11 @@
  *                         chunk (2 bytes: its first 4 KiB block, 1 byte:
  *                         its length in blocks - 1), 3 finish an applied
  *                         write (1 byte: which), 4 promote or demote,
- *                         5 start or end a resync from this node
+ *                         5 start or end a resync from this node, 6 send
+ *                         a verify request, if the node has a verify-alg
+ *                         (2 bytes: its first 4 KiB block, 1 byte: bits
+ *                         0-5 its length in blocks - 1, bit 6 with our
+ *                         digests)
  *              0x10-0xff  a packet arrives: a header and its payload
  *
  * Checked, against the model's own record rather than the gate's
@@ -37,7 +44,11 @@
  * epoch that was closed and not acked; an accepted write or resync range
  * lies inside the disk, resync ranges on the bitmap's 4 KiB blocks; a
  * resync is only accepted from the node's sync source and only on a node
- * that is not primary; writes are only accepted from a primary.  The
+ * that is not primary; writes are only accepted from a primary; an
+ * accepted OV_REQUEST lies on the bitmap inside the disk, an accepted
+ * OV_REPLY answers a verify request in flight, by id, offset and length,
+ * with a result where the request carried digests, digests where it did
+ * not, or a skip.  The
  * order of applied writes keeps its invariants, and a write that arrives
  * can always start once the writes before it finish (no deadlock).
  *
@@ -59,20 +70,32 @@
 /* Bounds of what the model keeps, so that an input costs little */
 #define MAX_EPOCHS      4096
 #define MAX_CHUNKS      64
+#define MAX_OVS         16      /* as the verify source keeps in flight */
 
 typedef struct Chunk {
     uint64_t offset;
     uint32_t bytes;
 } Chunk;
 
+typedef struct Ov {
+    uint64_t id;
+    uint64_t offset;
+    uint32_t bytes;
+    bool digests;
+} Ov;
+
 typedef struct Model {
     DrbdGate g;                 /* what the gate is told */
+    uint32_t verify_size;       /* verify-alg's digest size, 0: none */
 
     /* The model's own record of what the node sent */
     uint64_t issued;            /* guest writes: ids 1 .. issued */
     GArray *epochs;             /* closed, not acked: uint32_t, oldest first */
     Chunk chunks[MAX_CHUNKS];   /* resync chunks in flight */
     unsigned nchunks;
+    Ov ovs[MAX_OVS];            /* verify requests in flight */
+    unsigned novs;
+    uint64_t ov_next_id;
 
     /* The receiving side: the order of applied writes */
     DrbdOrder *order;
@@ -166,6 +189,38 @@ static void send_resync_chunk(Model *m, FuzzInput *in)
                         GUINT_TO_POINTER(bytes));
 }
 
+static void send_verify_request(Model *m, FuzzInput *in)
+{
+    const uint8_t *p = fuzz_take(in, 3);
+    DrbdGateOv *req;
+    uint64_t offset;
+    uint32_t bytes;
+    Ov ov;
+
+    /* without a verify-alg a node runs no verify */
+    if (!p || !m->verify_size || m->novs == MAX_OVS) {
+        return;
+    }
+    offset = (uint64_t)lduw_be_p(p) * BM;
+    if (offset >= m->g.disk_size) {
+        return;
+    }
+    /* as drbd_verify_co() walks the disk: the last may be short */
+    bytes = MIN((uint64_t)(p[2] % DRBD_OV_MAX_BLOCKS + 1) * BM,
+                m->g.disk_size - offset);
+    ov = (Ov) {
+        .id = ++m->ov_next_id, .offset = offset, .bytes = bytes,
+        .digests = p[2] & 0x40,
+    };
+    m->ovs[m->novs++] = ov;
+    req = g_new(DrbdGateOv, 1);
+    *req = (DrbdGateOv) {
+        .offset = offset, .bytes = bytes, .digests = ov.digests,
+    };
+    g_hash_table_insert(m->g.ov_pending, g_memdup2(&ov.id, sizeof(ov.id)),
+                        req);
+}
+
 static void act(Model *m, uint8_t op, FuzzInput *in)
 {
     switch (op & 7) {
@@ -200,6 +255,9 @@ static void act(Model *m, uint8_t op, FuzzInput *in)
                           DRBD_CONN_STATE_CONNECTED :
                           DRBD_CONN_STATE_SYNC_SOURCE;
         }
+        break;
+    case 6:
+        send_verify_request(m, in);
         break;
     default:
         break;
@@ -362,6 +420,41 @@ static int got_state(Model *m, uint16_t cmd, const DrbdStatePacket *st,
     return 0;
 }
 
+static int got_ov_request(Model *m, const DrbdOvPacket *p, Error **errp)
+{
+    if (drbd_gate_ov_request(&m->g, p, errp) < 0) {
+        return -EINVAL;
+    }
+    assert(on_bitmap(m, p->offset, p->bytes));
+    assert(p->bytes <= DRBD_OV_MAX_BYTES);
+    assert(!(p->flags & ~DRBD_OV_DIGESTS));
+    assert(!(p->flags & DRBD_OV_DIGESTS) || m->verify_size);
+    return 0;
+}
+
+static int got_ov_reply(Model *m, const DrbdOvPacket *p, Error **errp)
+{
+    unsigned i;
+
+    if (drbd_gate_ov_reply(&m->g, p, errp) < 0) {
+        return -EINVAL;
+    }
+    for (i = 0; i < m->novs; i++) {
+        if (m->ovs[i].id == p->id) {
+            break;
+        }
+    }
+    assert(i < m->novs);
+    assert(m->ovs[i].offset == p->offset && m->ovs[i].bytes == p->bytes);
+    assert(p->flags == DRBD_OV_SKIPPED ||
+           p->flags == (m->ovs[i].digests ? DRBD_OV_RESULT :
+                                            DRBD_OV_DIGESTS));
+    /* answered: no longer in flight */
+    m->ovs[i] = m->ovs[--m->novs];
+    g_hash_table_remove(m->g.ov_pending, &p->id);
+    return 0;
+}
+
 /*
  * Decode and take the packet @cmd with payload @buf (@len bytes); < 0
  * with @errp set where the receiver would drop the connection
@@ -422,6 +515,17 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
         }
         return got_state(m, cmd, &st, errp);
     }
+    case DRBD_CMD_OV_REQUEST:
+    case DRBD_CMD_OV_REPLY: {
+        DrbdOvPacket p;
+
+        if (drbd_wire_get_ov(cmd, buf, len, m->g.disk_size, m->verify_size,
+                             &p, errp) < 0) {
+            return -EINVAL;
+        }
+        return cmd == DRBD_CMD_OV_REQUEST ? got_ov_request(m, &p, errp) :
+               got_ov_reply(m, &p, errp);
+    }
     case DRBD_CMD_PING:
     case DRBD_CMD_PING_ACK:
         return 0;
@@ -452,7 +556,10 @@ static void model_init(Model *m, const uint8_t *c)
             .resync_chunks = g_hash_table_new_full(g_int64_hash,
                                                    g_int64_equal, g_free,
                                                    NULL),
+            .ov_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                                g_free, g_free),
         },
+        .verify_size = fuzz_digest_size(c[0] >> 4),
         .epochs = g_array_new(false, false, sizeof(uint32_t)),
         .order = drbd_order_new(),
     };
@@ -471,6 +578,7 @@ static void model_free(Model *m)
     drbd_order_free(m->order);
     g_array_free(m->epochs, true);
     g_hash_table_destroy(m->g.resync_chunks);
+    g_hash_table_destroy(m->g.ov_pending);
 }
 
 DRBD_FUZZ_TARGET(gate)

@@ -6,8 +6,10 @@
  * decodes the header, takes the payload it announces and hands it to the
  * decoder for its command; the first packet that fails ends the
  * connection, and so the input.  A SIZES packet sets the disk size that
- * later requests are checked against, and BITMAP chunks are decoded in
- * sequence into a bitmap of that size, as during a handshake.
+ * later requests are checked against, and the verify-alg and csums-alg
+ * whose digest sizes OV_REQUEST, OV_REPLY, RS_CSUM and RS_CSUM_REPLY are
+ * decoded with (until then: sha256 and none); BITMAP chunks are decoded
+ * in sequence into a bitmap of that size, as during a handshake.
  *
  * Every packet that decodes must encode back to the very same bytes:
  * the format has one way to say each thing.
@@ -26,11 +28,17 @@
 
 /* Until a SIZES packet says otherwise */
 #define DEFAULT_DISK_SIZE   (64 * MiB)
+#define DEFAULT_VERIFY      DRBD_DIGEST_SHA256
+#define DEFAULT_CSUMS       DRBD_DIGEST_NONE
+/* The fixed part of an OV packet (docs/interop/drbd-protocol.rst) */
+#define OV_FIXED_SIZE       24
 /* The bitmap the target decodes BITMAP chunks into: at most this many bits */
 #define MAX_BITMAP_BITS     (1 << 20)
 
 typedef struct WireState {
     uint64_t disk_size;
+    uint32_t verify_size;       /* the digest size of verify-alg, or 0 */
+    uint32_t csums_size;        /* ... of csums-alg */
     HBitmap *bitmap;
     uint64_t bitmap_bits;
     uint64_t bitmap_next;       /* where the next chunk must start */
@@ -101,8 +109,12 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
         if (ret == 0) {
             assert(s.disk_size <= INT64_MAX);
             assert(s.integrity < DRBD_DIGEST__MAX);
+            assert(s.verify < DRBD_DIGEST__MAX);
+            assert(s.csums < DRBD_DIGEST__MAX);
             drbd_wire_put_sizes(pkt, &s);
             assert_same(pkt, orig, total);
+            ws->verify_size = fuzz_digest_size(s.verify);
+            ws->csums_size = fuzz_digest_size(s.csums);
             /* the bitmap is sized once, as on a connection */
             if (s.disk_size && !ws->bitmap) {
                 ws->disk_size = s.disk_size;
@@ -227,6 +239,57 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
         }
         break;
     }
+    case DRBD_CMD_OV_REQUEST:
+    case DRBD_CMD_OV_REPLY:
+    case DRBD_CMD_RS_CSUM:
+    case DRBD_CMD_RS_CSUM_REPLY: {
+        bool csums = cmd == DRBD_CMD_RS_CSUM ||
+                     cmd == DRBD_CMD_RS_CSUM_REPLY;
+        uint32_t dsize = csums ? ws->csums_size : ws->verify_size;
+        uint32_t blocks;
+        DrbdOvPacket p;
+
+        ret = drbd_wire_get_ov(cmd, buf, len, ws->disk_size, dsize, &p,
+                               &err);
+        if (ret == 0) {
+            blocks = drbd_ov_blocks(p.bytes);
+            assert(p.bytes > 0 && p.bytes <= DRBD_OV_MAX_BYTES);
+            assert(p.bytes % DRBD_WIRE_ALIGN == 0);
+            assert(p.offset % DRBD_WIRE_ALIGN == 0);
+            assert(p.offset + p.bytes <= ws->disk_size);
+            assert(blocks >= 1 && blocks <= DRBD_OV_MAX_BLOCKS);
+            assert(!(p.flags & ~DRBD_OV_REPLY_KINDS));
+            if (cmd == DRBD_CMD_OV_REQUEST) {
+                /* a request carries digests or nothing */
+                assert(!(p.flags & ~DRBD_OV_DIGESTS));
+            } else if (cmd == DRBD_CMD_OV_REPLY) {
+                /* a reply is exactly one of the three kinds */
+                assert(p.flags == DRBD_OV_DIGESTS ||
+                       p.flags == DRBD_OV_RESULT ||
+                       p.flags == DRBD_OV_SKIPPED);
+            }
+            /* the payload is the fixed part and what the flags say */
+            if (p.flags & DRBD_OV_DIGESTS) {
+                assert(dsize && p.digest_size == dsize);
+                assert(p.digests == buf + OV_FIXED_SIZE);
+                assert(len == OV_FIXED_SIZE + blocks * dsize);
+            } else {
+                assert(!p.digests && !p.digest_size);
+            }
+            if (p.flags & DRBD_OV_RESULT) {
+                assert(len == OV_FIXED_SIZE + 8);
+                assert(blocks == 64 || !(p.mismatch >> blocks));
+            } else {
+                assert(!p.mismatch);
+            }
+            if (!(p.flags & (DRBD_OV_DIGESTS | DRBD_OV_RESULT))) {
+                assert(len == OV_FIXED_SIZE);
+            }
+            drbd_wire_put_ov(pkt, cmd, &p);
+            assert_same(pkt, orig, total);
+        }
+        break;
+    }
     case DRBD_CMD_PING:
     case DRBD_CMD_PING_ACK:
     case DRBD_CMD_RS_DONE:
@@ -262,7 +325,11 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
 DRBD_FUZZ_TARGET(wire)
 {
     FuzzInput in = { data, size };
-    WireState ws = { .disk_size = DEFAULT_DISK_SIZE };
+    WireState ws = {
+        .disk_size = DEFAULT_DISK_SIZE,
+        .verify_size = fuzz_digest_size(DEFAULT_VERIFY),
+        .csums_size = fuzz_digest_size(DEFAULT_CSUMS),
+    };
 
     for (;;) {
         const uint8_t *orig = in.p;

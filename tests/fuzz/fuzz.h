@@ -101,6 +101,20 @@ static inline void fuzz_refused(const Error *err)
 }
 
 /*
+ * The length of a DRBD_DIGEST_* digest, as secure.c's drbd_digest_size()
+ * gives it where every algorithm is available (which the targets, built
+ * without the crypto code, cannot ask): 0 for none and for numbers past
+ * the table
+ */
+static inline uint32_t fuzz_digest_size(unsigned digest)
+{
+    /* none, md5, sha1, sha224, sha256, sha384, sha512, ripemd160, crc32c */
+    static const uint8_t sizes[] = { 0, 16, 20, 28, 32, 48, 64, 20, 4 };
+
+    return digest < ARRAY_SIZE(sizes) ? sizes[digest] : 0;
+}
+
+/*
  * Store in the 4096-byte metadata block @blk the checksum that
  * docs/interop/drbd-metadata.rst defines: CRC-32C of the whole block with
  * the 4-byte field at @crc_off taken as zero, big-endian.  A target seals

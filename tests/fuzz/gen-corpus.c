@@ -102,6 +102,29 @@ static void put_barrier(GByteArray *b, uint16_t cmd, uint32_t epoch,
     drbd_wire_put_barrier(b, cmd, &bar);
 }
 
+/*
+ * An OV packet; with DRBD_OV_DIGESTS, one digest of @digest_size bytes
+ * per 4 KiB block of the range
+ */
+static void put_ov(GByteArray *b, uint16_t cmd, uint64_t offset,
+                   uint32_t bytes, uint64_t id, uint32_t flags,
+                   uint32_t digest_size, uint64_t mismatch)
+{
+    g_autofree uint8_t *digests =
+        g_malloc((size_t)drbd_ov_blocks(bytes) * digest_size + 1);
+    DrbdOvPacket p = {
+        .offset = offset, .id = id, .bytes = bytes, .flags = flags,
+        .mismatch = mismatch,
+    };
+
+    if (flags & DRBD_OV_DIGESTS) {
+        memset(digests, 0xd5, drbd_ov_blocks(bytes) * digest_size);
+        p.digests = digests;
+        p.digest_size = digest_size;
+    }
+    drbd_wire_put_ov(b, cmd, &p);
+}
+
 static void put_state(GByteArray *b, bool req, DrbdRole role,
                       DrbdDiskState disk)
 {
@@ -223,6 +246,44 @@ static void gen_wire(void)
     put_barrier(b, DRBD_CMD_BARRIER_ACK, 7, 4, 0);
     drbd_wire_put_state_reply(b, DRBD_STATE_REPLY_REFUSED);
     write_seed("wire", "meta-channel", b);
+    g_byte_array_free(b, true);
+
+    /*
+     * Online verify with sha1 (20-byte digests) on a disk whose last
+     * 4 KiB block is short: requests with and without digests, a reply
+     * of each kind, the last range ending at the end of the disk
+     */
+    sizes.disk_size = DISK_SIZE + 1536;
+    sizes.verify = DRBD_DIGEST_SHA1;
+    b = g_byte_array_new();
+    drbd_wire_put_sizes(b, &sizes);
+    put_ov(b, DRBD_CMD_OV_REQUEST, 0, DRBD_OV_MAX_BYTES, 1, 0, 0, 0);
+    put_ov(b, DRBD_CMD_OV_REPLY, 0, DRBD_OV_MAX_BYTES, 1, DRBD_OV_DIGESTS,
+           20, 0);
+    put_ov(b, DRBD_CMD_OV_REQUEST, DRBD_OV_MAX_BYTES, 8192, 2,
+           DRBD_OV_DIGESTS, 20, 0);
+    put_ov(b, DRBD_CMD_OV_REPLY, DRBD_OV_MAX_BYTES, 8192, 2, DRBD_OV_RESULT,
+           0, 0x2);
+    put_ov(b, DRBD_CMD_OV_REQUEST, DISK_SIZE - 8192, 8192 + 1536, 3,
+           DRBD_OV_DIGESTS, 20, 0);
+    put_ov(b, DRBD_CMD_OV_REPLY, DISK_SIZE - 8192, 8192 + 1536, 3,
+           DRBD_OV_RESULT, 0, 0x5);
+    put_ov(b, DRBD_CMD_OV_REPLY, 1 * MiB, 4096, 4, DRBD_OV_SKIPPED, 0, 0);
+    write_seed("wire", "verify", b);
+    g_byte_array_free(b, true);
+
+    /* The largest OV packets, with sha512: 64 digests of 64 bytes */
+    sizes.disk_size = DISK_SIZE;
+    sizes.verify = DRBD_DIGEST_SHA512;
+    b = g_byte_array_new();
+    drbd_wire_put_sizes(b, &sizes);
+    put_ov(b, DRBD_CMD_OV_REQUEST, 0, DRBD_OV_MAX_BYTES, 7,
+           DRBD_OV_DIGESTS, 64, 0);
+    put_ov(b, DRBD_CMD_OV_REPLY, 0, DRBD_OV_MAX_BYTES, 7, DRBD_OV_RESULT,
+           0, UINT64_MAX);
+    put_ov(b, DRBD_CMD_OV_REPLY, DISK_SIZE - DRBD_OV_MAX_BYTES,
+           DRBD_OV_MAX_BYTES, 8, DRBD_OV_DIGESTS, 64, 0);
+    write_seed("wire", "verify-sha512", b);
     g_byte_array_free(b, true);
 }
 
@@ -374,7 +435,7 @@ static void gen_al(void)
     g_byte_array_free(b, true);
 }
 
-/* fuzz-gate.c's configuration */
+/* fuzz-gate.c's configuration; a verify-alg goes in @flags' bits 4-7 */
 static void put_config(GByteArray *b, uint8_t flags, DrbdSyncDecision d,
                        DrbdRole peer_role, DrbdDiskState peer_disk,
                        uint64_t disk_size, uint32_t epoch)
@@ -388,6 +449,16 @@ static void put_config(GByteArray *b, uint8_t flags, DrbdSyncDecision d,
 }
 
 #define GATE_RECV   0x80    /* a packet follows */
+#define GATE_VERIFY(alg)    ((alg) << 4)
+
+/* fuzz-gate.c's step 6: the node sends a verify request */
+static void put_verify_request(GByteArray *b, uint16_t block, uint8_t blocks,
+                               bool digests)
+{
+    put_u8(b, 6);
+    put_be16(b, block);
+    put_u8(b, (blocks - 1) | (digests ? 0x40 : 0));
+}
 
 static void gen_gate(void)
 {
@@ -486,6 +557,61 @@ static void gen_gate(void)
     put_u8(b, GATE_RECV);
     put_write(b, DRBD_CMD_DATA, 0, 512, 1, 0, 0, 0);
     write_seed("gate", "primary-marks", b);
+    g_byte_array_free(b, true);
+
+    /*
+     * A secondary runs a verify (sha256) against a primary: requests with
+     * our digests, answered with a result, and without, answered with the
+     * primary's digests; the last range is short, at the end of the disk;
+     * one reply is a skip.  Small, so that mutations reach the steps.
+     */
+    b = g_byte_array_new();
+    put_config(b, GATE_VERIFY(DRBD_DIGEST_SHA256), DRBD_SYNC_NONE,
+               DRBD_ROLE_PRIMARY, DRBD_DISK_STATE_UP_TO_DATE,
+               DISK_SIZE + 512, 0);
+    put_verify_request(b, 0, 64, true);
+    put_verify_request(b, 64, 2, false);
+    put_verify_request(b, DISK_SIZE / 4096, 1, true);
+    put_verify_request(b, 128, 2, false);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REPLY, 256 * KiB, 8192, 2, DRBD_OV_DIGESTS, 32, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REPLY, 0, 256 * KiB, 1, DRBD_OV_RESULT, 0,
+           0x8000000000000001ULL);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REPLY, DISK_SIZE, 512, 3, DRBD_OV_RESULT, 0, 1);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REPLY, 512 * KiB, 8192, 4, DRBD_OV_SKIPPED, 0, 0);
+    /* answered already: refused */
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REPLY, 0, 256 * KiB, 1, DRBD_OV_RESULT, 0, 0);
+    write_seed("gate", "verify-source", b);
+    g_byte_array_free(b, true);
+
+    /*
+     * A primary answers a verify (crc32c) the secondary runs: it asks
+     * for digests; a secondary target gets the source's digests
+     */
+    b = g_byte_array_new();
+    put_config(b, 1 | GATE_VERIFY(DRBD_DIGEST_CRC32C), DRBD_SYNC_NONE,
+               DRBD_ROLE_SECONDARY, DRBD_DISK_STATE_UP_TO_DATE,
+               DISK_SIZE + 1536, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REQUEST, 0, 256 * KiB, 1, 0, 0, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REQUEST, DISK_SIZE - 4096, 4096 + 1536, 2, 0, 0,
+           0);
+    put_u8(b, 4);               /* demoted: now the source anchors */
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REQUEST, 1 * MiB, 64 * KiB, 3, DRBD_OV_DIGESTS,
+           4, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REQUEST, DISK_SIZE, 1536, 4, DRBD_OV_DIGESTS, 4,
+           0);
+    /* not on the bitmap's blocks: refused */
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_OV_REQUEST, 512, 4096, 5, 0, 0, 0);
+    write_seed("gate", "verify-target", b);
     g_byte_array_free(b, true);
 }
 

@@ -362,6 +362,222 @@ static void test_state(void)
     assert_ok(drbd_gate_state(&g, &st, &err), err);
 }
 
+static void test_ov_request(void)
+{
+    /* a disk whose last bitmap block is short: 3 blocks and 512 bytes */
+    const uint64_t size = 3 * BM + 512;
+    DrbdGate g = secondary();
+    DrbdOvPacket p = { .id = 1, .offset = 0, .bytes = BM };
+    Error *err = NULL;
+
+    /* aligned ranges inside the disk, with our digests or without */
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    p.flags = DRBD_OV_DIGESTS;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    p.offset = 1 * MiB;
+    p.bytes = DRBD_OV_MAX_BYTES;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    p.offset = DISK_SIZE - DRBD_OV_MAX_BYTES;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    p.flags = 0;
+    p.offset = DISK_SIZE - BM;
+    p.bytes = BM;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+
+    /* the range does not start or end on a block */
+    p.offset = 512;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "OV_REQUEST at 512 (4096 bytes) is not aligned to the "
+                   "bitmap's 4 KiB blocks");
+    p.offset = BM;
+    p.bytes = 512;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "OV_REQUEST at 4096 (512 bytes) is not aligned");
+    p.bytes = BM + 512;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+    p.offset = 2 * BM - 512;
+    p.bytes = BM;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+    /* empty, at the end of the disk or beyond it */
+    p.offset = 0;
+    p.bytes = 0;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "OV_REQUEST at 0 (0 bytes) is not aligned");
+    p.offset = DISK_SIZE;
+    p.bytes = BM;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+    p.offset = DISK_SIZE - BM;
+    p.bytes = 2 * BM;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+
+    /* the last, partial block ends a range at the end of the disk */
+    g.disk_size = size;
+    p.offset = 3 * BM;
+    p.bytes = 512;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    p.offset = BM;
+    p.bytes = 2 * BM + 512;
+    p.flags = DRBD_OV_DIGESTS;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    p.offset = 0;
+    p.bytes = size;
+    assert_ok(drbd_gate_ov_request(&g, &p, &err), err);
+    /* ... but ends nothing short of it, and nothing goes beyond it */
+    p.offset = 2 * BM;
+    p.bytes = 512;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "OV_REQUEST at 8192 (512 bytes) is not aligned");
+    p.offset = 3 * BM;
+    p.bytes = BM;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+    p.offset = size;
+    p.bytes = 512;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+
+    /* a node without a disk size has no range to verify */
+    g.disk_size = 0;
+    p.offset = 0;
+    p.bytes = BM;
+    assert_refused(drbd_gate_ov_request(&g, &p, &err), &err,
+                   "is not aligned");
+}
+
+static void add_ov(GHashTable *pending, uint64_t id, uint64_t offset,
+                   uint32_t bytes, bool digests)
+{
+    DrbdGateOv *req = g_new(DrbdGateOv, 1);
+
+    *req = (DrbdGateOv) {
+        .offset = offset, .bytes = bytes, .digests = digests,
+    };
+    g_hash_table_insert(pending, g_memdup2(&id, sizeof(id)), req);
+}
+
+static void test_ov_reply(void)
+{
+    g_autoptr(GHashTable) pending = g_hash_table_new_full(g_int64_hash,
+                                                          g_int64_equal,
+                                                          g_free, g_free);
+    DrbdGate g = { .ov_pending = pending };
+    /* 1 carried our digests, 2 asked for the peer's, 3 ends the disk */
+    DrbdOvPacket one = {
+        .id = 1, .offset = 0, .bytes = DRBD_OV_MAX_BYTES,
+    };
+    DrbdOvPacket two = {
+        .id = 2, .offset = DRBD_OV_MAX_BYTES, .bytes = DRBD_OV_MAX_BYTES,
+    };
+    DrbdOvPacket three = {
+        .id = UINT64_MAX, .offset = DISK_SIZE, .bytes = 512,
+    };
+    DrbdOvPacket bad;
+    Error *err = NULL;
+    uint64_t id;
+
+    /* nothing sent */
+    one.flags = DRBD_OV_RESULT;
+    assert_refused(drbd_gate_ov_reply(&g, &one, &err), &err,
+                   "OV_REPLY for a verify request never sent or already "
+                   "answered (offset 0, 262144 bytes)");
+
+    add_ov(pending, 1, 0, DRBD_OV_MAX_BYTES, true);
+    add_ov(pending, 2, DRBD_OV_MAX_BYTES, DRBD_OV_MAX_BYTES, false);
+    add_ov(pending, UINT64_MAX, DISK_SIZE, 512, false);
+
+    /* the kind the request asked for, or skipped */
+    one.flags = DRBD_OV_RESULT;
+    assert_ok(drbd_gate_ov_reply(&g, &one, &err), err);
+    one.flags = DRBD_OV_SKIPPED;
+    assert_ok(drbd_gate_ov_reply(&g, &one, &err), err);
+    two.flags = DRBD_OV_DIGESTS;
+    assert_ok(drbd_gate_ov_reply(&g, &two, &err), err);
+    two.flags = DRBD_OV_SKIPPED;
+    assert_ok(drbd_gate_ov_reply(&g, &two, &err), err);
+    three.flags = DRBD_OV_DIGESTS;
+    assert_ok(drbd_gate_ov_reply(&g, &three, &err), err);
+    three.flags = DRBD_OV_SKIPPED;
+    assert_ok(drbd_gate_ov_reply(&g, &three, &err), err);
+
+    /* the other kind */
+    one.flags = DRBD_OV_DIGESTS;
+    assert_refused(drbd_gate_ov_reply(&g, &one, &err), &err,
+                   "OV_REPLY at 0 carries digests, but the request carried "
+                   "ours");
+    two.flags = DRBD_OV_RESULT;
+    assert_refused(drbd_gate_ov_reply(&g, &two, &err), &err,
+                   "OV_REPLY at 262144 carries a result, but the request "
+                   "asked for digests");
+    three.flags = DRBD_OV_RESULT;
+    assert_refused(drbd_gate_ov_reply(&g, &three, &err), &err,
+                   "OV_REPLY at 67108864 carries a result, but the request "
+                   "asked for digests");
+
+    /* id, offset and length must all match the request */
+    bad = one;
+    bad.flags = DRBD_OV_RESULT;
+    bad.id = 3;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "OV_REPLY for a verify request never sent or already "
+                   "answered (offset 0, 262144 bytes)");
+    bad.id = 0;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = one;
+    bad.flags = DRBD_OV_RESULT;
+    bad.offset = BM;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered (offset 4096, 262144 "
+                   "bytes)");
+    bad.offset = two.offset;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = one;
+    bad.flags = DRBD_OV_SKIPPED;
+    bad.bytes = BM;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered (offset 0, 4096 bytes)");
+    bad.bytes = DRBD_OV_MAX_BYTES - 512;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    /* another request's range under this one's id */
+    bad = two;
+    bad.flags = DRBD_OV_SKIPPED;
+    bad.id = 1;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = three;
+    bad.flags = DRBD_OV_SKIPPED;
+    bad.bytes = BM;
+    assert_refused(drbd_gate_ov_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+
+    /* answered once: gone */
+    id = 1;
+    g_hash_table_remove(pending, &id);
+    one.flags = DRBD_OV_RESULT;
+    assert_refused(drbd_gate_ov_reply(&g, &one, &err), &err,
+                   "never sent or already answered");
+    one.flags = DRBD_OV_SKIPPED;
+    assert_refused(drbd_gate_ov_reply(&g, &one, &err), &err,
+                   "never sent or already answered");
+    two.flags = DRBD_OV_DIGESTS;
+    assert_ok(drbd_gate_ov_reply(&g, &two, &err), err);
+
+    /* a node without a verify table has no request in flight */
+    g.ov_pending = NULL;
+    assert_refused(drbd_gate_ov_reply(&g, &two, &err), &err,
+                   "OV_REPLY for a verify request never sent or already "
+                   "answered (offset 262144, 262144 bytes)");
+    three.flags = DRBD_OV_SKIPPED;
+    assert_refused(drbd_gate_ov_reply(&g, &three, &err), &err,
+                   "never sent or already answered");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -375,6 +591,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/out-of-sync", test_out_of_sync);
     g_test_add_func("/drbd-gate/resync-done", test_resync_done);
     g_test_add_func("/drbd-gate/state", test_state);
+    g_test_add_func("/drbd-gate/ov-request", test_ov_request);
+    g_test_add_func("/drbd-gate/ov-reply", test_ov_reply);
 
     return g_test_run();
 }

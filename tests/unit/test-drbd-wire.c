@@ -25,7 +25,8 @@
 #define SIZES_SIZE      16
 #define SIZES_PROTOCOL  12
 #define SIZES_INTEGRITY 13
-#define SIZES_PAD       14
+#define SIZES_VERIFY    14
+#define SIZES_CSUMS     15
 #define STATE_SIZE      4
 #define DATA_OFFSET     0
 #define DATA_FLAGS      20
@@ -41,6 +42,13 @@
 #define AUTH_CHALLENGE_DIGEST   0
 #define AUTH_CHALLENGE_NONCE    4
 #define AUTH_CHALLENGE_SIZE     36
+#define OV_OFFSET       0
+#define OV_ID           8
+#define OV_BYTES        16
+#define OV_FLAGS        20
+#define OV_SIZE         24
+#define OV_RESULT_SIZE  (OV_SIZE + 8)
+#define OV_MAX_SIZE     (OV_SIZE + 64 * 64)
 
 #define DISK_SIZE       (64 * MiB)
 
@@ -53,6 +61,18 @@
 
 /* The lowest HELLO flag that means nothing yet */
 #define HELLO_RESERVED  (1u << 3)
+
+/* The lowest OV flag that means nothing yet */
+#define OV_RESERVED     (1u << 3)
+
+/*
+ * The verify-alg digest size that the generic tests (truncation,
+ * mutation) decode OV packets with: sha256's
+ */
+#define OV_DIGEST       32
+
+/* The id of the OV packets the tests make */
+#define OV_COOKIE       0x0123456789abcdefULL
 
 /* The lengths of the digests of data-integrity-alg's algorithms */
 static const uint32_t digest_lens[] = { 4, 16, 20, 28, 32, 48, 64 };
@@ -177,6 +197,41 @@ static GByteArray *data_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
     return digest_packet(cmd, offset, bytes, flags, 0, datap);
 }
 
+/* The digests an OV packet of @bytes carries: a pattern, one per block */
+static uint8_t *ov_digests(uint32_t bytes, uint32_t digest_size)
+{
+    size_t len = (size_t)drbd_ov_blocks(bytes) * digest_size;
+    uint8_t *digests = g_malloc(len);
+
+    fill_pattern(digests, len, 0x40 + digest_size);
+    return digests;
+}
+
+/*
+ * An OV_REQUEST or OV_REPLY of [@offset, @offset + @bytes) with @flags:
+ * with DRBD_OV_DIGESTS, ov_digests() of @digest_size bytes each; with
+ * DRBD_OV_RESULT, the mask @mismatch
+ */
+static GByteArray *ov_packet(uint16_t cmd, uint64_t offset, uint32_t bytes,
+                             uint32_t flags, uint32_t digest_size,
+                             uint64_t mismatch)
+{
+    GByteArray *pkt = g_byte_array_new();
+    g_autofree uint8_t *digests = NULL;
+    DrbdOvPacket p = {
+        .offset = offset, .id = OV_COOKIE, .bytes = bytes, .flags = flags,
+        .mismatch = mismatch,
+    };
+
+    if (flags & DRBD_OV_DIGESTS) {
+        digests = ov_digests(bytes, digest_size);
+        p.digests = digests;
+        p.digest_size = digest_size;
+    }
+    drbd_wire_put_ov(pkt, cmd, &p);
+    return pkt;
+}
+
 /*
  * Decode the payload @buf of @len bytes as @cmd says, whichever decoder
  * that takes, and check that whatever it accepted is within bounds.
@@ -213,6 +268,8 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
             g_assert_true(s.protocol == 'A' || s.protocol == 'B' ||
                           s.protocol == 'C');
             g_assert_cmpuint(s.disk_size, <=, INT64_MAX);
+            g_assert_cmpuint(s.integrity, <, DRBD_DIGEST__MAX);
+            g_assert_cmpuint(s.verify, <, DRBD_DIGEST__MAX);
         }
         return ret;
     }
@@ -333,6 +390,54 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         }
         return ret;
     }
+    case DRBD_CMD_OV_REQUEST:
+    case DRBD_CMD_OV_REPLY: {
+        DrbdOvPacket p;
+        uint32_t blocks;
+
+        ret = drbd_wire_get_ov(cmd, buf, len, disk_size, OV_DIGEST, &p,
+                               errp);
+        if (ret == 0) {
+            blocks = drbd_ov_blocks(p.bytes);
+            g_assert_cmpuint(p.bytes, >, 0);
+            g_assert_cmpuint(p.bytes, <=, DRBD_OV_MAX_BYTES);
+            g_assert_cmpuint(p.bytes % DRBD_WIRE_ALIGN, ==, 0);
+            g_assert_cmpuint(p.offset % DRBD_WIRE_ALIGN, ==, 0);
+            g_assert_cmpuint(p.offset, <=, INT64_MAX - p.bytes);
+            if (disk_size) {
+                g_assert_cmpuint(p.offset + p.bytes, <=, disk_size);
+            }
+            g_assert_cmpuint(blocks, >=, 1);
+            g_assert_cmpuint(blocks, <=, DRBD_OV_MAX_BLOCKS);
+            if (cmd == DRBD_CMD_OV_REQUEST) {
+                g_assert_cmpuint(p.flags & ~DRBD_OV_DIGESTS, ==, 0);
+            } else {
+                g_assert_true(p.flags == DRBD_OV_DIGESTS ||
+                              p.flags == DRBD_OV_RESULT ||
+                              p.flags == DRBD_OV_SKIPPED);
+            }
+            if (p.flags & DRBD_OV_DIGESTS) {
+                g_assert_cmpuint(p.digest_size, ==, OV_DIGEST);
+                g_assert_true(p.digests == buf + OV_SIZE);
+                g_assert_cmpuint(len, ==, OV_SIZE + blocks * OV_DIGEST);
+            } else {
+                g_assert_null(p.digests);
+                g_assert_cmpuint(p.digest_size, ==, 0);
+            }
+            if (p.flags & DRBD_OV_RESULT) {
+                g_assert_cmpuint(len, ==, OV_RESULT_SIZE);
+                if (blocks < 64) {
+                    g_assert_cmpuint(p.mismatch >> blocks, ==, 0);
+                }
+            } else {
+                g_assert_cmpuint(p.mismatch, ==, 0);
+            }
+            if (!(p.flags & (DRBD_OV_DIGESTS | DRBD_OV_RESULT))) {
+                g_assert_cmpuint(len, ==, OV_SIZE);
+            }
+        }
+        return ret;
+    }
     default:
         /* PING, PING_ACK, RS_DONE: nothing to decode but the length */
         if (len) {
@@ -434,6 +539,30 @@ static GPtrArray *valid_packets(void)
     drbd_wire_put_auth_response(pkt, &response);
     g_ptr_array_add(pkts, pkt);
 
+    sizes.verify = DRBD_DIGEST_SHA256;
+    pkt = g_byte_array_new();
+    drbd_wire_put_sizes(pkt, &sizes);
+    g_ptr_array_add(pkts, pkt);
+
+    /*
+     * Online verify: a request with digests and one without, and a reply
+     * of each kind; the last request ends at the end of the disk
+     */
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REQUEST, 0, 4096, 0, 0, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REQUEST, 1 * MiB,
+                                    DRBD_OV_MAX_BYTES, DRBD_OV_DIGESTS,
+                                    OV_DIGEST, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REQUEST, DISK_SIZE - 8192,
+                                    8192, DRBD_OV_DIGESTS, OV_DIGEST, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REPLY, DISK_SIZE - 12288,
+                                    12288, DRBD_OV_DIGESTS, OV_DIGEST, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REPLY, 8192, 8192,
+                                    DRBD_OV_RESULT, 0, 0x2));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REPLY, 0, DRBD_OV_MAX_BYTES,
+                                    DRBD_OV_RESULT, 0, UINT64_MAX));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REPLY, 4096, 4096,
+                                    DRBD_OV_SKIPPED, 0, 0));
+
     return pkts;
 }
 
@@ -463,16 +592,30 @@ static void add_variable_packets(GPtrArray *pkts)
 
 static void test_cmd_name(void)
 {
+    unsigned cmd;
+
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_HELLO), ==, "HELLO");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_DATA), ==, "DATA");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_BARRIER_ACK), ==, "BARRIER_ACK");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_RS_DONE), ==, "RS_DONE");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_OUT_OF_SYNC), ==, "OUT_OF_SYNC");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_UUIDS), ==, "UUIDS");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_OV_REQUEST), ==, "OV_REQUEST");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_OV_REPLY), ==, "OV_REPLY");
+    g_assert_cmpuint(DRBD_CMD_OV_REQUEST, ==, 24);
+    g_assert_cmpuint(DRBD_CMD_OV_REPLY, ==, 25);
     g_assert_cmpstr(drbd_cmd_name(0), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(CMD_RESERVED), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD__MAX), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(0xffff), ==, "unknown");
+
+    /* Every command but 0 and the reserved one has a name */
+    for (cmd = 0; cmd <= DRBD_CMD__MAX; cmd++) {
+        bool named = cmd != 0 && cmd != CMD_RESERVED && cmd < DRBD_CMD__MAX;
+
+        g_assert_cmpint(strcmp(drbd_cmd_name(cmd), "unknown") != 0, ==,
+                        named);
+    }
 }
 
 static void test_round_trip_hello(void)
@@ -523,6 +666,8 @@ static void test_round_trip_sizes(void)
             .disk_size = 0x123456789a00ULL + i,
             .max_epoch_size = 0xfedcba98,
             .protocol = protocols[i],
+            .integrity = DRBD_DIGEST_MD5 + i,
+            .verify = DRBD_DIGEST_SHA256 + i,
         };
         DrbdSizes out;
         const uint8_t *payload;
@@ -536,6 +681,8 @@ static void test_round_trip_sizes(void)
         g_assert_cmpuint(out.disk_size, ==, in.disk_size);
         g_assert_cmpuint(out.max_epoch_size, ==, in.max_epoch_size);
         g_assert_cmpuint(out.protocol, ==, in.protocol);
+        g_assert_cmpuint(out.integrity, ==, in.integrity);
+        g_assert_cmpuint(out.verify, ==, in.verify);
     }
 }
 
@@ -860,6 +1007,12 @@ static void test_header_invalid(void)
         { DRBD_CMD_PING, 1 },
         { DRBD_CMD_PING_ACK, 8 },
         { DRBD_CMD_RS_DONE, UINT32_MAX },
+        { DRBD_CMD_OV_REQUEST, 0 },
+        { DRBD_CMD_OV_REQUEST, OV_SIZE - 1 },
+        { DRBD_CMD_OV_REQUEST, OV_MAX_SIZE + 1 },
+        { DRBD_CMD_OV_REPLY, 8 },
+        { DRBD_CMD_OV_REPLY, OV_MAX_SIZE + 8 },
+        { DRBD_CMD_OV_REPLY, UINT32_MAX },
     };
     static const uint16_t bad_cmds[] = {
         0, CMD_RESERVED, DRBD_CMD__MAX, 0x100, 0xffff,
@@ -919,6 +1072,10 @@ static void test_header_invalid(void)
     g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
     make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_HELLO, 0,
                 HELLO_NAME + DRBD_RESOURCE_NAME_MAX);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_OV_REQUEST, 0, OV_SIZE);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_OV_REPLY, 0, OV_MAX_SIZE);
     g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
 }
 
@@ -1321,8 +1478,9 @@ static void test_sizes_invalid(void)
     }
     buf[SIZES_PROTOCOL] = 'A';
 
-    for (i = SIZES_PAD; i < SIZES_SIZE; i++) {
-        buf[i] = 0x01;
+    /* Bytes 13 to 15 name digests: unknown numbers are refused */
+    for (i = SIZES_INTEGRITY; i < SIZES_SIZE; i++) {
+        buf[i] = DRBD_DIGEST__MAX;
         assert_failed(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err), &err);
         buf[i] = 0;
     }
@@ -1426,7 +1584,7 @@ static void test_hello_flags(void)
                                         &error_abort), ==, 0);
 }
 
-/* SIZES byte 13 names the data-integrity digest; 14 and 15 are padding */
+/* SIZES byte 13 names the data-integrity digest */
 static void test_sizes_integrity(void)
 {
     static const char *const names[DRBD_DIGEST__MAX] = {
@@ -1454,8 +1612,8 @@ static void test_sizes_integrity(void)
         g_assert_cmpuint(pkt->len, ==, HDR + SIZES_SIZE);
         g_assert_cmpuint(payload[SIZES_PROTOCOL], ==, 'C');
         g_assert_cmpuint(payload[SIZES_INTEGRITY], ==, i);
-        g_assert_true(buffer_is_zero(payload + SIZES_PAD,
-                                     SIZES_SIZE - SIZES_PAD));
+        g_assert_cmpuint(payload[SIZES_VERIFY], ==, 0);
+        g_assert_cmpuint(payload[SIZES_CSUMS], ==, 0);
         memset(&out, 0xa5, sizeof(out));
         g_assert_cmpint(drbd_wire_get_sizes(payload, SIZES_SIZE, &out,
                                             &error_abort), ==, 0);
@@ -1651,6 +1809,535 @@ static void test_auth_response(void)
     assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
                        "AUTH_RESPONSE packet: payload length 65 is "
                        "impossible (expected 16 to 64 bytes)");
+}
+
+/* SIZES byte 14 names the verify digest, numbered as the integrity one */
+static void test_sizes_verify(void)
+{
+    static const uint8_t unknown[] = { DRBD_DIGEST__MAX, 10, 0x80, 0xff };
+    DrbdSizes in = {
+        .disk_size = DISK_SIZE, .max_epoch_size = 2048, .protocol = 'C',
+    };
+    uint8_t buf[SIZES_SIZE];
+    Error *err = NULL;
+    DrbdSizes out;
+    unsigned i;
+
+    for (i = 0; i < DRBD_DIGEST__MAX; i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        const uint8_t *payload;
+
+        /* a different integrity digest: the two fields are not mixed up */
+        in.verify = i;
+        in.integrity = DRBD_DIGEST__MAX - 1 - i;
+        drbd_wire_put_sizes(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_SIZES);
+        g_assert_cmpuint(pkt->len, ==, HDR + SIZES_SIZE);
+        g_assert_cmpuint(payload[SIZES_INTEGRITY], ==, in.integrity);
+        g_assert_cmpuint(payload[SIZES_VERIFY], ==, i);
+        g_assert_cmpuint(payload[SIZES_CSUMS], ==, 0);
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_sizes(payload, SIZES_SIZE, &out,
+                                            &error_abort), ==, 0);
+        g_assert_cmpuint(out.verify, ==, i);
+        g_assert_cmpuint(out.integrity, ==, in.integrity);
+        g_assert_cmpuint(out.protocol, ==, 'C');
+        g_assert_cmpuint(out.disk_size, ==, DISK_SIZE);
+    }
+
+    memset(buf, 0, sizeof(buf));
+    stq_be_p(buf, DISK_SIZE);
+    buf[SIZES_PROTOCOL] = 'B';
+    for (i = 0; i < ARRAY_SIZE(unknown); i++) {
+        g_autofree char *msg =
+            g_strdup_printf("SIZES packet: unknown verify digest %u",
+                            unknown[i]);
+
+        buf[SIZES_VERIFY] = unknown[i];
+        memset(&out, 0xa5, sizeof(out));
+        assert_failed_with(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err),
+                           &err, msg);
+        /* a decoder that fails leaves its output alone */
+        g_assert_cmpuint(out.protocol, ==, 0xa5);
+        g_assert_cmpuint(out.verify, ==, 0xa5);
+    }
+    buf[SIZES_VERIFY] = DRBD_DIGEST_CRC32C;
+    g_assert_cmpint(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &error_abort),
+                    ==, 0);
+    g_assert_cmpuint(out.verify, ==, DRBD_DIGEST_CRC32C);
+    g_assert_cmpuint(out.integrity, ==, DRBD_DIGEST_NONE);
+}
+
+/*
+ * OV_REQUEST and OV_REPLY: the fixed part at the documented offsets, then
+ * one digest per 4 KiB block (the last may be short), or an 8-byte mask;
+ * what is encoded decodes to the same, and encodes back to the same bytes
+ */
+static void test_round_trip_ov(void)
+{
+    /* A disk whose last 4 KiB block is short: 1536 bytes */
+    const uint64_t odd_disk = DISK_SIZE + 1536;
+    const struct {
+        uint16_t cmd;
+        uint64_t offset;
+        uint32_t bytes;
+        uint32_t flags;
+        uint32_t digest_size;
+        uint64_t mismatch;
+        uint64_t disk_size;
+    } cases[] = {
+        { DRBD_CMD_OV_REQUEST, 0, 4096, 0, 0, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REQUEST, 1 * MiB, DRBD_OV_MAX_BYTES, 0, 0, 0,
+          DISK_SIZE },
+        { DRBD_CMD_OV_REQUEST, 0, 4096, DRBD_OV_DIGESTS, 32, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REQUEST, 1 * MiB, DRBD_OV_MAX_BYTES, DRBD_OV_DIGESTS,
+          32, 0, DISK_SIZE },
+        /* the last range, partial, ends at the end of the disk */
+        { DRBD_CMD_OV_REQUEST, DISK_SIZE - 8192, 8192 + 1536,
+          DRBD_OV_DIGESTS, 32, 0, odd_disk },
+        { DRBD_CMD_OV_REQUEST, DISK_SIZE, 1536, 0, 0, 0, odd_disk },
+        { DRBD_CMD_OV_REQUEST, DISK_SIZE - DRBD_OV_MAX_BYTES,
+          DRBD_OV_MAX_BYTES, DRBD_OV_DIGESTS, 64, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, 0, 4096, DRBD_OV_DIGESTS, 4, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, 64 * KiB, DRBD_OV_MAX_BYTES, DRBD_OV_DIGESTS,
+          32, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, DISK_SIZE - 8192, 8192 + 1536, DRBD_OV_DIGESTS,
+          20, 0, odd_disk },
+        /* the largest payload of all */
+        { DRBD_CMD_OV_REPLY, 0, DRBD_OV_MAX_BYTES, DRBD_OV_DIGESTS, 64, 0,
+          DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, 0, 4096, DRBD_OV_RESULT, 0, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, 0, 4096, DRBD_OV_RESULT, 0, 1, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, 4096, DRBD_OV_MAX_BYTES, DRBD_OV_RESULT, 0,
+          1ULL << 63, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, 4096, DRBD_OV_MAX_BYTES, DRBD_OV_RESULT, 0,
+          UINT64_MAX, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, DISK_SIZE - 8192, 8192 + 1536, DRBD_OV_RESULT,
+          0, 0x5, odd_disk },
+        { DRBD_CMD_OV_REPLY, 0, 4096, DRBD_OV_SKIPPED, 0, 0, DISK_SIZE },
+        { DRBD_CMD_OV_REPLY, DISK_SIZE, 1536, DRBD_OV_SKIPPED, 0, 0,
+          odd_disk },
+    };
+    size_t i, d;
+
+    g_assert_cmpuint(DRBD_OV_BLOCK, ==, 4096);
+    g_assert_cmpuint(DRBD_OV_MAX_BLOCKS, ==, 64);
+    g_assert_cmpuint(DRBD_OV_MAX_BYTES, ==, 256 * KiB);
+    g_assert_cmpuint(DRBD_OV_DIGESTS, ==, 1u << 0);
+    g_assert_cmpuint(DRBD_OV_RESULT, ==, 1u << 1);
+    g_assert_cmpuint(DRBD_OV_SKIPPED, ==, 1u << 2);
+    g_assert_cmpuint(drbd_ov_blocks(512), ==, 1);
+    g_assert_cmpuint(drbd_ov_blocks(4096), ==, 1);
+    g_assert_cmpuint(drbd_ov_blocks(4096 + 512), ==, 2);
+    g_assert_cmpuint(drbd_ov_blocks(DRBD_OV_MAX_BYTES), ==, 64);
+    g_assert_cmpuint(OV_MAX_SIZE, <=, DRBD_WIRE_MAX_PAYLOAD);
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        uint16_t cmd = cases[i].cmd;
+        uint32_t flags = cases[i].flags;
+        uint32_t dsize = cases[i].digest_size;
+        uint32_t blocks = drbd_ov_blocks(cases[i].bytes);
+        size_t dlen = flags & DRBD_OV_DIGESTS ? (size_t)blocks * dsize : 0;
+        g_autoptr(GByteArray) pkt = ov_packet(cmd, cases[i].offset,
+                                              cases[i].bytes, flags, dsize,
+                                              cases[i].mismatch);
+        g_autoptr(GByteArray) again = g_byte_array_new();
+        g_autofree uint8_t *digests = ov_digests(cases[i].bytes, dsize);
+        const uint8_t *payload = check_header(pkt, cmd);
+        size_t len = pkt->len - HDR;
+        DrbdOvPacket out;
+
+        g_assert_cmpuint(len, ==, OV_SIZE + dlen +
+                         (flags & DRBD_OV_RESULT ? 8 : 0));
+        g_assert_cmpuint(ldq_be_p(payload + OV_OFFSET), ==, cases[i].offset);
+        g_assert_cmpuint(ldq_be_p(payload + OV_ID), ==, OV_COOKIE);
+        g_assert_cmpuint(ldl_be_p(payload + OV_BYTES), ==, cases[i].bytes);
+        g_assert_cmpuint(ldl_be_p(payload + OV_FLAGS), ==, flags);
+        if (flags & DRBD_OV_DIGESTS) {
+            g_assert_cmpmem(payload + OV_SIZE, dlen, digests, dlen);
+        }
+        if (flags & DRBD_OV_RESULT) {
+            g_assert_cmpuint(ldq_be_p(payload + OV_SIZE), ==,
+                             cases[i].mismatch);
+        }
+
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_ov(cmd, payload, len,
+                                         cases[i].disk_size, dsize, &out,
+                                         &error_abort), ==, 0);
+        g_assert_cmpuint(out.offset, ==, cases[i].offset);
+        g_assert_cmpuint(out.id, ==, OV_COOKIE);
+        g_assert_cmpuint(out.bytes, ==, cases[i].bytes);
+        g_assert_cmpuint(out.flags, ==, flags);
+        if (flags & DRBD_OV_DIGESTS) {
+            g_assert_true(out.digests == payload + OV_SIZE);
+            g_assert_cmpuint(out.digest_size, ==, dsize);
+            g_assert_cmpmem(out.digests, dlen, digests, dlen);
+        } else {
+            g_assert_null(out.digests);
+            g_assert_cmpuint(out.digest_size, ==, 0);
+        }
+        g_assert_cmpuint(out.mismatch, ==, cases[i].mismatch);
+
+        /* What decoded encodes to the very same packet */
+        drbd_wire_put_ov(again, cmd, &out);
+        g_assert_cmpmem(again->data, again->len, pkt->data, pkt->len);
+
+        /* Without a device size the range is not checked */
+        g_assert_cmpint(drbd_wire_get_ov(cmd, payload, len, 0, dsize, &out,
+                                         &error_abort), ==, 0);
+
+        /* Without digests, the receiver's verify-alg does not matter */
+        if (!(flags & DRBD_OV_DIGESTS)) {
+            for (d = 0; d < ARRAY_SIZE(digest_lens); d++) {
+                g_assert_cmpint(drbd_wire_get_ov(cmd, payload, len,
+                                                 cases[i].disk_size,
+                                                 digest_lens[d], &out,
+                                                 &error_abort), ==, 0);
+                g_assert_null(out.digests);
+            }
+        }
+    }
+
+    /* Every digest length of every verify-alg, for a whole request */
+    for (d = 0; d < ARRAY_SIZE(digest_lens); d++) {
+        uint32_t dsize = digest_lens[d];
+        g_autoptr(GByteArray) pkt = ov_packet(DRBD_CMD_OV_REPLY, 0,
+                                              DRBD_OV_MAX_BYTES,
+                                              DRBD_OV_DIGESTS, dsize, 0);
+        const uint8_t *payload = check_header(pkt, DRBD_CMD_OV_REPLY);
+        DrbdOvPacket out;
+
+        g_assert_cmpuint(pkt->len, ==, HDR + OV_SIZE + 64 * dsize);
+        g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_OV_REPLY, payload,
+                                         pkt->len - HDR, DISK_SIZE, dsize,
+                                         &out, &error_abort), ==, 0);
+        g_assert_cmpuint(out.digest_size, ==, dsize);
+    }
+}
+
+/*
+ * What a peer may send wrong in an OV packet: every one refused, with
+ * an Error, and the output left alone
+ */
+static void test_ov_invalid(void)
+{
+    static const uint16_t wrong_cmds[] = {
+        0, DRBD_CMD_DATA, DRBD_CMD_RS_DATA, DRBD_CMD_WRITE_ACK,
+        CMD_RESERVED, DRBD_CMD_AUTH_RESPONSE, DRBD_CMD__MAX, 0xffff,
+    };
+    static const uint32_t bad_reply_kinds[] = {
+        0, DRBD_OV_DIGESTS | DRBD_OV_RESULT,
+        DRBD_OV_DIGESTS | DRBD_OV_SKIPPED, DRBD_OV_RESULT | DRBD_OV_SKIPPED,
+        DRBD_OV_REPLY_KINDS,
+    };
+    /* A request of 3 blocks with digests, and a reply with a result */
+    g_autoptr(GByteArray) req = ov_packet(DRBD_CMD_OV_REQUEST, 8192,
+                                          3 * 4096, DRBD_OV_DIGESTS,
+                                          OV_DIGEST, 0);
+    g_autoptr(GByteArray) res = ov_packet(DRBD_CMD_OV_REPLY, 8192, 3 * 4096,
+                                          DRBD_OV_RESULT, 0, 0x7);
+    const size_t req_len = OV_SIZE + 3 * OV_DIGEST;
+    g_autofree uint8_t *buf = g_malloc0(OV_MAX_SIZE + 64);
+    g_autofree uint8_t *big = NULL;
+    Error *err = NULL;
+    DrbdOvPacket p;
+    uint8_t hdr[HDR];
+    DrbdHeader h;
+    size_t i, n;
+    int ret;
+
+#define RESET(pkt) memcpy(buf, (pkt)->data + HDR, (pkt)->len - HDR)
+#define GET(cmd, len, disk, dsize) \
+    drbd_wire_get_ov(cmd, buf, len, disk, dsize, &p, &err)
+#define REFUSED(cmd, len, disk, dsize) \
+    do { \
+        memset(&p, 0xa5, sizeof(p)); \
+        assert_failed(GET(cmd, len, disk, dsize), &err); \
+        g_assert_cmpuint(p.flags, ==, 0xa5a5a5a5); \
+    } while (0)
+#define REFUSED_WITH(cmd, len, disk, dsize, msg) \
+    do { \
+        memset(&p, 0xa5, sizeof(p)); \
+        assert_failed_with(GET(cmd, len, disk, dsize), &err, msg); \
+        g_assert_cmpuint(p.flags, ==, 0xa5a5a5a5); \
+    } while (0)
+
+    g_assert_cmpuint(req->len - HDR, ==, req_len);
+    g_assert_cmpuint(res->len - HDR, ==, OV_RESULT_SIZE);
+    RESET(req);
+    g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_OV_REQUEST, buf, req_len,
+                                     DISK_SIZE, OV_DIGEST, &p, &error_abort),
+                    ==, 0);
+
+    /* Truncated: every prefix, from a buffer of exactly its size */
+    for (n = 0; n < req_len; n++) {
+        g_autofree uint8_t *cut = g_memdup2(req->data + HDR, n);
+
+        assert_failed(drbd_wire_get_ov(DRBD_CMD_OV_REQUEST, cut, n,
+                                       DISK_SIZE, OV_DIGEST, &p, &err),
+                      &err);
+    }
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_SIZE - 1, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: payload is 23 bytes (expected at "
+                 "least 24)");
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, req_len - OV_DIGEST, DISK_SIZE,
+                 OV_DIGEST, "OV_REQUEST packet: payload is 88 bytes "
+                 "(expected 120)");
+    RESET(res);
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REPLY packet: payload is 24 bytes (expected 32)");
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE - 1, DISK_SIZE, OV_DIGEST);
+
+    /* Too long: a byte, a digest, a mask where none belongs */
+    RESET(req);
+    REFUSED(DRBD_CMD_OV_REQUEST, req_len + 1, DISK_SIZE, OV_DIGEST);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, req_len + OV_DIGEST, DISK_SIZE,
+                 OV_DIGEST, "OV_REQUEST packet: payload is 152 bytes "
+                 "(expected 120)");
+    RESET(res);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE + 1, DISK_SIZE, OV_DIGEST);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE + 8, DISK_SIZE, OV_DIGEST);
+    stl_be_p(buf + OV_FLAGS, DRBD_OV_SKIPPED);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REPLY, OV_SIZE, DISK_SIZE, OV_DIGEST),
+                    ==, 0);
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REPLY packet: payload is 32 bytes (expected 24)");
+    stl_be_p(buf + OV_FLAGS, 0);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST),
+                    ==, 0);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE + OV_DIGEST, DISK_SIZE, OV_DIGEST);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE + 3 * OV_DIGEST, DISK_SIZE,
+            OV_DIGEST);
+
+    /* Unknown flags, alone and with known ones */
+    RESET(req);
+    stl_be_p(buf + OV_FLAGS, OV_RESERVED);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: unknown flags 0x8");
+    stl_be_p(buf + OV_FLAGS, DRBD_OV_DIGESTS | 0x80000000);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: unknown flags 0x80000000");
+    RESET(res);
+    stl_be_p(buf + OV_FLAGS, DRBD_OV_RESULT | OV_RESERVED);
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REPLY packet: unknown flags 0x8");
+    stl_be_p(buf + OV_FLAGS, UINT32_MAX);
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REPLY packet: unknown flags 0xfffffff8");
+
+    /* A request carries digests or nothing: no result, no skip */
+    RESET(req);
+    stl_be_p(buf + OV_FLAGS, DRBD_OV_RESULT);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: unknown flags 0x2");
+    stl_be_p(buf + OV_FLAGS, DRBD_OV_SKIPPED);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: unknown flags 0x4");
+    stl_be_p(buf + OV_FLAGS, DRBD_OV_DIGESTS | DRBD_OV_RESULT);
+    REFUSED(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, OV_DIGEST);
+    REFUSED(DRBD_CMD_OV_REQUEST, req_len + 8, DISK_SIZE, OV_DIGEST);
+
+    /* A reply has exactly one kind: not none, not two or three */
+    for (i = 0; i < ARRAY_SIZE(bad_reply_kinds); i++) {
+        uint32_t f = bad_reply_kinds[i];
+        g_autofree char *msg =
+            g_strdup_printf("OV_REPLY packet: flags 0x%" PRIx32 " are not "
+                            "exactly one of those it may have (0x7)", f);
+
+        RESET(req);
+        stl_be_p(buf + OV_FLAGS, f);
+        /* whatever length the flags may suggest */
+        REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_SIZE, DISK_SIZE, OV_DIGEST, msg);
+        REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                     msg);
+        REFUSED_WITH(DRBD_CMD_OV_REPLY, req_len, DISK_SIZE, OV_DIGEST, msg);
+        REFUSED_WITH(DRBD_CMD_OV_REPLY, req_len + 8, DISK_SIZE, OV_DIGEST,
+                     msg);
+    }
+
+    /* Digests to a node without a verify-alg */
+    RESET(req);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, 0,
+                 "OV_REQUEST packet carries digests, but this node has no "
+                 "verify-alg");
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, req_len, DISK_SIZE, 0,
+                 "OV_REPLY packet carries digests, but this node has no "
+                 "verify-alg");
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, 0);
+    /* ... while a result or a skip needs none */
+    RESET(res);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, 0),
+                    ==, 0);
+    g_assert_cmpuint(p.mismatch, ==, 0x7);
+
+    /* Digests of another length than blocks * the verify-alg's */
+    RESET(req);
+    for (i = 0; i < ARRAY_SIZE(digest_lens); i++) {
+        if (digest_lens[i] != OV_DIGEST) {
+            REFUSED(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, digest_lens[i]);
+            REFUSED(DRBD_CMD_OV_REPLY, req_len, DISK_SIZE, digest_lens[i]);
+        }
+    }
+    /* 96 bytes of digests would be 6 of 16 bytes, but the range has 3 */
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, 16,
+                 "OV_REQUEST packet: payload is 120 bytes (expected 72)");
+    /* ... or 4 blocks of 24, but the range has 3 */
+    REFUSED(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, 24);
+    /* The range says 2 or 4 blocks, the digests are for 3 */
+    stl_be_p(buf + OV_BYTES, 2 * 4096);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: payload is 120 bytes (expected 88)");
+    stl_be_p(buf + OV_BYTES, 4 * 4096);
+    REFUSED(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, OV_DIGEST);
+    /* 2 blocks and 512 bytes are 3 blocks */
+    stl_be_p(buf + OV_BYTES, 2 * 4096 + 512);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REQUEST, req_len, DISK_SIZE, OV_DIGEST),
+                    ==, 0);
+
+    /* The range: zero bytes, too many, unaligned, beyond the disk */
+    RESET(req);
+    stl_be_p(buf + OV_BYTES, 0);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: request of zero bytes");
+    REFUSED(DRBD_CMD_OV_REQUEST, req_len, 0, OV_DIGEST);
+    stl_be_p(buf + OV_BYTES, DRBD_OV_MAX_BYTES + 4096);
+    stl_be_p(buf + OV_FLAGS, 0);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: 266240 bytes is more than the limit "
+                 "of 262144");
+    stl_be_p(buf + OV_BYTES, DRBD_OV_MAX_BYTES + 512);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST);
+    stl_be_p(buf + OV_BYTES, UINT32_MAX & ~511u);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST);
+    stl_be_p(buf + OV_BYTES, UINT32_MAX);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST);
+    /* the largest is fine */
+    stl_be_p(buf + OV_BYTES, DRBD_OV_MAX_BYTES);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST), ==, 0);
+    stl_be_p(buf + OV_BYTES, 4096 + 1);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST);
+    stl_be_p(buf + OV_BYTES, 4096);
+    stq_be_p(buf + OV_OFFSET, 4096 + 100);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST);
+    stq_be_p(buf + OV_OFFSET, DISK_SIZE - 2048);
+    REFUSED_WITH(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REQUEST packet: offset 67106816 + 4096 bytes is beyond "
+                 "the device (67108864 bytes)");
+    g_assert_cmpint(GET(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST), ==, 0);
+    stq_be_p(buf + OV_OFFSET, DISK_SIZE);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST);
+    stq_be_p(buf + OV_OFFSET, DISK_SIZE - 4096);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST),
+                    ==, 0);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 2048, OV_DIGEST);
+    stq_be_p(buf + OV_OFFSET, UINT64_MAX - 4095);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, DISK_SIZE, OV_DIGEST);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, UINT64_MAX, OV_DIGEST);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST);
+    stq_be_p(buf + OV_OFFSET, (uint64_t)INT64_MAX + 1);
+    REFUSED(DRBD_CMD_OV_REQUEST, OV_SIZE, 0, OV_DIGEST);
+    /* a reply, with a result, the same */
+    RESET(res);
+    stq_be_p(buf + OV_OFFSET, DISK_SIZE - 8192);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST);
+    stl_be_p(buf + OV_BYTES, 0);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST);
+
+    /* A result that names blocks beyond its range */
+    RESET(res);
+    stq_be_p(buf + OV_SIZE, 0x8);
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REPLY packet: mismatch mask 0x8 names blocks beyond "
+                 "its 3");
+    stq_be_p(buf + OV_SIZE, 1ULL << 63);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST);
+    stq_be_p(buf + OV_SIZE, UINT64_MAX);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST);
+    /* its last block may be partial: 2 blocks and 512 bytes are 3 */
+    stq_be_p(buf + OV_SIZE, 0x4);
+    stl_be_p(buf + OV_BYTES, 2 * 4096 + 512);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        OV_DIGEST), ==, 0);
+    g_assert_cmpuint(p.mismatch, ==, 0x4);
+    stl_be_p(buf + OV_BYTES, 2 * 4096);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST);
+    /* one block: bit 0 only */
+    stl_be_p(buf + OV_BYTES, 512);
+    stq_be_p(buf + OV_SIZE, 0x2);
+    REFUSED(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST);
+    stq_be_p(buf + OV_SIZE, 0x1);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        OV_DIGEST), ==, 0);
+    /* 63 blocks: not bit 63; 64 blocks: any */
+    stl_be_p(buf + OV_BYTES, 63 * 4096);
+    stq_be_p(buf + OV_SIZE, UINT64_MAX >> 1);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        OV_DIGEST), ==, 0);
+    stq_be_p(buf + OV_SIZE, 1ULL << 63);
+    REFUSED_WITH(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE, OV_DIGEST,
+                 "OV_REPLY packet: mismatch mask 0x8000000000000000 names "
+                 "blocks beyond its 63");
+    stl_be_p(buf + OV_BYTES, 64 * 4096);
+    g_assert_cmpint(GET(DRBD_CMD_OV_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        OV_DIGEST), ==, 0);
+    g_assert_cmpuint(p.mismatch, ==, 1ULL << 63);
+
+    /* Right payload, wrong command */
+    RESET(req);
+    for (i = 0; i < ARRAY_SIZE(wrong_cmds); i++) {
+        REFUSED(wrong_cmds[i], req_len, DISK_SIZE, OV_DIGEST);
+    }
+    memset(&p, 0xa5, sizeof(p));
+    ret = GET(DRBD_CMD_DATA, req_len, DISK_SIZE, OV_DIGEST);
+    g_assert_nonnull(err);
+    g_assert_true(g_str_has_prefix(error_get_pretty(err),
+                                   "DATA packet: cannot decode it as "
+                                   "OV_REQUEST, OV_REPLY"));
+    assert_failed(ret, &err);
+    /* ... and an OV packet decoded as something else */
+    {
+        DrbdBlockAck a;
+        DrbdDataPacket d;
+
+        assert_failed(drbd_wire_get_block_ack(DRBD_CMD_OV_REQUEST, buf,
+                                              ACK_SIZE, DISK_SIZE, &a, &err),
+                      &err);
+        assert_failed(drbd_wire_get_data(DRBD_CMD_OV_REPLY, buf, req_len, 0,
+                                         &d, &err), &err);
+    }
+
+    /* The largest payload: 64 blocks of 64-byte digests, and no more */
+    big = g_malloc0(OV_MAX_SIZE + 1);
+    stl_be_p(big + OV_BYTES, DRBD_OV_MAX_BYTES);
+    stl_be_p(big + OV_FLAGS, DRBD_OV_DIGESTS);
+    g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_OV_REPLY, big, OV_MAX_SIZE,
+                                     DISK_SIZE, DRBD_WIRE_DIGEST_MAX, &p,
+                                     &error_abort), ==, 0);
+    assert_failed(drbd_wire_get_ov(DRBD_CMD_OV_REPLY, big, OV_MAX_SIZE + 1,
+                                   DISK_SIZE, DRBD_WIRE_DIGEST_MAX, &p,
+                                   &err), &err);
+
+    /* The header bounds the length by the largest and smallest */
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_OV_REQUEST, 0, OV_SIZE - 1);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "OV_REQUEST packet: payload length 23 is impossible "
+                       "(expected 24 to 4120 bytes)");
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_OV_REPLY, 0, OV_MAX_SIZE + 1);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "OV_REPLY packet: payload length 4121 is impossible "
+                       "(expected 24 to 4120 bytes)");
+    for (n = OV_SIZE; n <= OV_MAX_SIZE; n += 4) {
+        make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_OV_REPLY, 0, n);
+        g_assert_cmpint(drbd_wire_get_header(hdr, &h, &error_abort), ==, 0);
+        g_assert_cmpuint(h.length, ==, n);
+    }
+
+#undef REFUSED_WITH
+#undef REFUSED
+#undef GET
+#undef RESET
 }
 
 /*
@@ -2097,6 +2784,9 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/sizes/integrity", test_sizes_integrity);
     g_test_add_func("/drbd-wire/auth/challenge", test_auth_challenge);
     g_test_add_func("/drbd-wire/auth/response", test_auth_response);
+    g_test_add_func("/drbd-wire/sizes/verify", test_sizes_verify);
+    g_test_add_func("/drbd-wire/round-trip/ov", test_round_trip_ov);
+    g_test_add_func("/drbd-wire/ov/invalid", test_ov_invalid);
     g_test_add_func("/drbd-wire/round-trip/digest", test_round_trip_digest);
     g_test_add_func("/drbd-wire/digest/invalid", test_digest_invalid);
     g_test_add_func("/drbd-wire/digest/length",
