@@ -229,6 +229,8 @@ DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
     peer->order = drbd_order_new();
     peer->resync_chunks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
                                                 g_free, NULL);
+    peer->csum_chunks = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                              g_free, NULL);
     peer->ov_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal,
                                              g_free, g_free);
     return peer;
@@ -242,6 +244,7 @@ void drbd_peer_free(DrbdPeer *peer)
     drbd_order_free(peer->order);
     g_hash_table_destroy(peer->resync_chunks);
     g_hash_table_destroy(peer->ov_pending);
+    g_hash_table_destroy(peer->csum_chunks);
     g_free(peer->meta_rx.data);
     if (peer->meta_out) {
         g_byte_array_unref(peer->meta_out);
@@ -258,7 +261,7 @@ void drbd_peer_free(DrbdPeer *peer)
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
 {
     BDRVDrbdState *s = peer->s;
-    Coroutine *waiters[2];
+    Coroutine *waiters[3];
     va_list ap;
     int i;
 
@@ -284,11 +287,13 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     /* Flushes waiting for a barrier ack see that none will come */
     qemu_mutex_lock(&s->lock);
     qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
-    /* ... and a verify or its target, that no answer will */
+    /* ... and a verify, its target or a resync, that no answer will */
     waiters[0] = peer->ov_waiter;
     waiters[1] = peer->ov_serve_waiter;
+    waiters[2] = peer->csum_waiter;
     peer->ov_waiter = NULL;
     peer->ov_serve_waiter = NULL;
+    peer->csum_waiter = NULL;
     qemu_mutex_unlock(&s->lock);
     for (i = 0; i < ARRAY_SIZE(waiters); i++) {
         if (waiters[i]) {

@@ -123,6 +123,12 @@ typedef struct DrbdPeer {
      * the offset of each to its length: an ack must name one of them
      */
     GHashTable *resync_chunks;
+    /*
+     * Likewise the checksums of chunks (RS_CSUM) not yet answered, and
+     * the resync while it waits for a slot among them (csums-alg)
+     */
+    GHashTable *csum_chunks;
+    Coroutine *csum_waiter;
 
     /* What the handshake decided, and the peer's UUIDs it saw */
     DrbdSyncDecision decision;
@@ -146,7 +152,8 @@ typedef struct DrbdPeer {
     DrbdOrder *order;           /* guest writes and epochs (order.h) */
     uint64_t apply_bytes;       /* received data being written */
     bool acking;                /* a coroutine is acking barriers */
-    unsigned resync_inflight;
+    unsigned resync_inflight;   /* RS_DATA writes and RS_CSUM reads */
+    unsigned csum_reading;      /* RS_CSUM reads */
     Coroutine *epoch_waiter;
     BlockReqList apply_reqs;
     bool sync_target;
@@ -216,6 +223,7 @@ typedef struct DrbdConnection {
     uint32_t auth_digest;           /* cram-hmac-alg: DRBD_DIGEST_* */
     uint32_t integrity;             /* data-integrity-alg: DRBD_DIGEST_* */
     uint32_t verify_alg;            /* verify-alg: DRBD_DIGEST_* */
+    uint32_t csums_alg;             /* csums-alg: DRBD_DIGEST_* */
 
     /* The connection and the peer's state */
     DrbdConnState cstate;
@@ -254,6 +262,7 @@ typedef struct DrbdConnection {
 
     /* Counters for query-drbd: bytes sent and received, requests */
     uint64_t ns, nr;
+    uint64_t same_csum;             /* resync bytes checksums proved equal */
     uint32_t pe, ua;
 
     /* The connection manager's (conn.c), which runs in the node's ctx */
@@ -502,6 +511,9 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
 void coroutine_fn drbd_resync_run(DrbdPeer *peer);
 void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack);
+int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
+                                        const DrbdOvPacket *p,
+                                        Error **errp);
 
 /* verify.c: online verify */
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
@@ -521,6 +533,8 @@ int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
 int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
                                        const DrbdBlockAck *range,
                                        Error **errp);
+int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
+                                Error **errp);
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
 
 /* handshake.c */
@@ -547,6 +561,16 @@ int coroutine_fn drbd_secure_channel(BDRVDrbdState *s, QIOChannel **ioc,
 size_t drbd_digest_size(uint32_t digest);
 int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
                     uint8_t *out, Error **errp);
+/*
+ * The @digest of each 4 KiB block of @buf (@bytes, at most
+ * DRBD_OV_MAX_BYTES) into @out, one after the other
+ */
+int drbd_block_digests(uint32_t digest, const uint8_t *buf, uint32_t bytes,
+                       uint8_t *out, Error **errp);
+/* The blocks whose digests (of @dsize bytes) differ, bit i for block i */
+uint64_t drbd_block_digests_differ(const uint8_t *mine,
+                                   const uint8_t *theirs, uint32_t bytes,
+                                   size_t dsize);
 int drbd_digest_attach(BDRVDrbdState *s, DrbdDataPacket *p,
                        const struct iovec *iov, size_t niov, uint8_t *buf,
                        Error **errp);

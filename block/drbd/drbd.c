@@ -51,7 +51,7 @@ static const char *const drbd_option_names[] = {
     "max-buffers",
     "resync-rate", "wfc-timeout", "meta-disk", "after-sb-0pri",
     "after-sb-1pri", "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds",
-    "tls-authz", "tls-hostname", "data-integrity-alg",
+    "tls-authz", "tls-hostname", "data-integrity-alg", "csums-alg",
     "verify-alg",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };

@@ -417,6 +417,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .protocol = s->conn.protocol,
         .integrity = s->conn.integrity,
         .verify = s->conn.verify_alg,
+        .csums = s->conn.csums_alg,
     };
     DrbdUuidsPacket uuids, their_uuids;
     DrbdHandshakeOutcome outcome;
@@ -507,6 +508,12 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         error_setg(errp, "the peer's verify-alg is %s, this node's %s",
                    drbd_digest_name(theirs.verify),
                    drbd_digest_name(s->conn.verify_alg));
+        return -EINVAL;
+    }
+    if (theirs.csums != s->conn.csums_alg) {
+        error_setg(errp, "the peer's csums-alg is %s, this node's %s",
+                   drbd_digest_name(theirs.csums),
+                   drbd_digest_name(s->conn.csums_alg));
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {

@@ -17,6 +17,7 @@
 #include "qemu/osdep.h"
 #include "block/block-io.h"
 #include "qapi/error.h"
+#include "qemu/error-report.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -409,6 +410,119 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
 
     drbd_set_state(s, -1, DRBD_CONN_STATE_SYNC_TARGET,
                    DRBD_DISK_STATE_INCONSISTENT, -1, -1, "resync started");
+    return 0;
+}
+
+/* RS_CSUM reads at once: a source keeps no more in flight */
+#define DRBD_CSUM_READS_MAX     128
+
+/* Compare the blocks of a chunk with the sync source's checksums */
+typedef struct DrbdCsumRead {
+    DrbdPeer *peer;
+    DrbdOvPacket p;             /* digests point into @digests */
+    uint8_t *digests;           /* the source's */
+    BlockReq req;               /* in peer->apply_reqs while running */
+} DrbdCsumRead;
+
+static void coroutine_fn drbd_csum_read_co(void *opaque)
+{
+    DrbdCsumRead *cr = opaque;
+    DrbdPeer *peer = cr->peer;
+    BDRVDrbdState *s = peer->s;
+    size_t dsize = drbd_digest_size(s->conn.csums_alg);
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(cr->p.bytes);
+    g_autofree uint8_t *mine = g_malloc(drbd_ov_blocks(cr->p.bytes) *
+                                        dsize);
+    DrbdOvPacket r = {
+        .offset = cr->p.offset, .id = cr->p.id, .bytes = cr->p.bytes,
+        .flags = DRBD_OV_RESULT,
+        /* What cannot be compared is sent as data */
+        .mismatch = cr->p.bytes == DRBD_OV_MAX_BYTES ? UINT64_MAX :
+                    (1ULL << drbd_ov_blocks(cr->p.bytes)) - 1,
+    };
+    Error *err = NULL;
+    uint32_t i;
+
+    if (drbd_co_read_local(s, cr->p.offset, cr->p.bytes, buf) == 0) {
+        if (drbd_block_digests(s->conn.csums_alg, buf, cr->p.bytes, mine,
+                               &err) == 0) {
+            r.mismatch = drbd_block_digests_differ(mine, cr->digests,
+                                                   cr->p.bytes, dsize);
+        } else {
+            error_report_err(err);
+        }
+    }
+
+    qemu_mutex_lock(&s->lock);
+    for (i = 0; i < drbd_ov_blocks(cr->p.bytes); i++) {
+        uint64_t off = cr->p.offset + (uint64_t)i * DRBD_OV_BLOCK;
+        uint64_t len = MIN(DRBD_OV_BLOCK, cr->p.offset + cr->p.bytes - off);
+
+        if (!(r.mismatch & (1ULL << i))) {
+            drbd_oos_reset_locked(s, off, len);
+            s->conn.same_csum += len;
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_peer_csum(s->bs, cr->p.offset, cr->p.bytes, r.mismatch);
+
+    reqlist_remove_req(&cr->req);
+    peer->resync_inflight--;
+    peer->csum_reading--;
+    drbd_wake_epoch_waiter(peer);
+
+    drbd_wire_put_ov(pkt, DRBD_CMD_RS_CSUM_REPLY, &r);
+    drbd_queue_meta(peer, pkt);
+    g_free(cr->digests);
+    g_free(cr);
+    drbd_peer_put(peer);
+}
+
+/*
+ * The sync source sends the checksums of a chunk: compare them with our
+ * blocks once the writes received before are done, as RS_DATA would be
+ * written then
+ */
+int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
+                                Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdCsumRead *cr;
+    DrbdGate gate;
+
+    qemu_mutex_lock(&s->lock);
+    drbd_peer_gate_locked(peer, &gate);
+    qemu_mutex_unlock(&s->lock);
+    if (drbd_gate_csum(&gate, p, errp) < 0) {
+        return -EINVAL;
+    }
+    if (!peer->resync_persisted) {
+        /* As before the first RS_DATA: what we lack is on disk first */
+        if (drbd_md_sync_all_co(s) < 0) {
+            error_setg(errp, "could not write the metadata before the "
+                       "first resync checksum");
+            return -EIO;
+        }
+        peer->resync_persisted = true;
+    }
+    while (peer->csum_reading >= DRBD_CSUM_READS_MAX) {
+        peer->epoch_waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        peer->epoch_waiter = NULL;
+    }
+    reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
+
+    cr = g_new0(DrbdCsumRead, 1);
+    cr->peer = peer;
+    cr->p = *p;
+    cr->digests = g_memdup2(p->digests,
+                            drbd_ov_blocks(p->bytes) * p->digest_size);
+    cr->p.digests = cr->digests;
+    reqlist_init_req(&peer->apply_reqs, &cr->req, p->offset, p->bytes);
+    peer->resync_inflight++;
+    peer->csum_reading++;
+    drbd_peer_spawn(peer, drbd_csum_read_co, cr);
     return 0;
 }
 

@@ -73,6 +73,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
         DrbdHeader h;
         DrbdBlockAck ack;
         DrbdBarrier b;
+        DrbdOvPacket ov;
         int ret;
 
         ret = drbd_rx_packet(peer, peer->meta, &peer->meta_rx, &h, &payload,
@@ -121,6 +122,13 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             }
             break;
         }
+        case DRBD_CMD_RS_CSUM_REPLY:
+            ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size, 0,
+                                   &ov, &err);
+            if (ret == 0) {
+                ret = drbd_resync_csum_reply(peer, &ov, &err);
+            }
+            break;
         case DRBD_CMD_BARRIER_ACK:
             ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
             if (ret == 0) {
@@ -254,6 +262,14 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             break;
         case DRBD_CMD_RS_DONE:
             ret = drbd_peer_resync_done(peer, &err);
+            break;
+        case DRBD_CMD_RS_CSUM:
+            ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size,
+                                   drbd_digest_size(s->conn.csums_alg), &ov,
+                                   &err);
+            if (ret == 0) {
+                ret = drbd_peer_csum(peer, &ov, &err);
+            }
             break;
         case DRBD_CMD_OV_REQUEST:
         case DRBD_CMD_OV_REPLY:

@@ -14,6 +14,13 @@
  * writes in arrival order, never has old resync data overwrite a newer
  * guest write.
  *
+ * With csums-alg, a first pass sends the digests of each chunk's 4 KiB
+ * blocks instead (RS_CSUM, read as RS_DATA is, at the same point of the
+ * stream of writes); the peer compares them with its own blocks, clears
+ * its bits of the equal ones and answers which differ (RS_CSUM_REPLY),
+ * and we clear ours of the equal ones.  The second pass, the one above,
+ * then sends the data of what is left.
+ *
  * Copyright (c) 2026 The qemu-drbd authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -27,6 +34,11 @@
 
 #include "drbd-int.h"
 #include "gate.h"
+
+/* Checksums of chunks in flight (csums-alg): 16 MiB of data to compare */
+#define DRBD_CSUM_WINDOW        64
+
+QEMU_BUILD_BUG_ON(DRBD_RESYNC_CHUNK > DRBD_OV_MAX_BYTES);
 
 /* Tell the peer every range it lacks; returns < 0 if the send failed */
 static int coroutine_fn drbd_resync_announce(DrbdPeer *peer)
@@ -124,6 +136,123 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     return ret;
 }
 
+/*
+ * Read one chunk and send the csums-alg digests of its blocks; the
+ * chunk is held against guest writes from the read to the send, as
+ * RS_DATA is
+ */
+static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
+                                               int64_t offset,
+                                               int64_t bytes)
+{
+    BDRVDrbdState *s = peer->s;
+    size_t dsize = drbd_digest_size(s->conn.csums_alg);
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(bytes);
+    g_autofree uint8_t *digests = g_malloc(drbd_ov_blocks(bytes) * dsize);
+    DrbdOvPacket p = {
+        .offset = offset,
+        .id = DRBD_GATE_RESYNC_ID | (uint64_t)offset,
+        .bytes = bytes,
+        .flags = DRBD_OV_DIGESTS,
+        .digests = digests,
+        .digest_size = dsize,
+    };
+    Error *err = NULL;
+    BlockReq req;
+    int ret;
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_wait_all(&s->active_reqs, offset, bytes, &s->reqs_lock);
+    reqlist_init_req(&s->active_reqs, &req, offset, bytes);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+
+    ret = drbd_co_read_local(s, offset, bytes, buf);
+    if (ret == 0) {
+        ret = drbd_block_digests(s->conn.csums_alg, buf, bytes, digests,
+                                 &err);
+        if (ret < 0) {
+            drbd_peer_fail(peer, "resync: %s", error_get_pretty(err));
+            error_free(err);
+        }
+    } else if (ret != -ECANCELED) {
+        drbd_peer_fail(peer, "resync: reading %" PRId64 " bytes at %"
+                       PRId64 " failed: %s", bytes, offset, strerror(-ret));
+    }
+    if (ret == 0) {
+        /* In the table before it goes out: the reply may come first */
+        qemu_mutex_lock(&s->lock);
+        g_hash_table_insert(peer->csum_chunks,
+                            g_memdup2(&p.offset, sizeof(p.offset)),
+                            GUINT_TO_POINTER(p.bytes));
+        s->conn.pe++;
+        qemu_mutex_unlock(&s->lock);
+        drbd_wire_put_ov(pkt, DRBD_CMD_RS_CSUM, &p);
+        ret = drbd_send_data_channel(peer, pkt);
+    }
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_remove_req(&req);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+    trace_drbd_resync_csum(s->bs, offset, bytes, ret);
+    return ret;
+}
+
+/* Wait until at most @max checksums are in flight; false if it broke */
+static bool coroutine_fn drbd_resync_csum_wait(DrbdPeer *peer, guint max)
+{
+    BDRVDrbdState *s = peer->s;
+
+    qemu_mutex_lock(&s->lock);
+    while (g_hash_table_size(peer->csum_chunks) > max && !peer->broken) {
+        peer->csum_waiter = qemu_coroutine_self();
+        qemu_mutex_unlock(&s->lock);
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    qemu_mutex_unlock(&s->lock);
+    return !peer->broken;
+}
+
+/*
+ * The first pass of a resync with csums-alg: the digests of every chunk
+ * marked now.  Returns false if the connection broke.
+ */
+static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    int64_t offset = 0;
+
+    while (!peer->broken) {
+        int64_t start, count;
+        uint64_t delay;
+        bool found;
+
+        drbd_co_rehome(s);
+        if (!drbd_resync_csum_wait(peer, DRBD_CSUM_WINDOW - 1)) {
+            return false;
+        }
+        qemu_mutex_lock(&s->lock);
+        found = hbitmap_next_dirty_area(s->oos, offset, s->size,
+                                        DRBD_RESYNC_CHUNK, &start, &count);
+        qemu_mutex_unlock(&s->lock);
+        if (!found) {
+            break;
+        }
+        if (drbd_resync_csum_chunk(peer, start, count) < 0) {
+            return false;
+        }
+        offset = start + count;
+        /* No limit (a rate of 0) makes no delay */
+        delay = ratelimit_calculate_delay(&s->conn.resync_limit, count);
+        if (delay) {
+            drbd_co_sleep(s, &peer->resync_sleep, delay);
+        }
+    }
+    /* Every answer, so that the second pass sends only what differs */
+    return drbd_resync_csum_wait(peer, 0);
+}
+
 void coroutine_fn drbd_resync_run(DrbdPeer *peer)
 {
     BDRVDrbdState *s = peer->s;
@@ -139,6 +268,9 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
     trace_drbd_resync_start(s->bs, s->conn.resync_total);
 
     if (drbd_resync_announce(peer) < 0) {
+        return;
+    }
+    if (s->conn.csums_alg != DRBD_DIGEST_NONE && !drbd_resync_csums(peer)) {
         return;
     }
 
@@ -169,12 +301,13 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         }
         offset = start + count;
 
-        if (s->conn.resync_rate) {
-            delay = ratelimit_calculate_delay(&s->conn.resync_limit, count);
-            if (delay) {
-                /* Woken early by a move: the rate catches up next time */
-                drbd_co_sleep(s, &peer->resync_sleep, delay);
-            }
+        delay = ratelimit_calculate_delay(&s->conn.resync_limit, count);
+        if (delay) {
+            /*
+             * Woken early by a move or a new rate: the rate catches up
+             * next time
+             */
+            drbd_co_sleep(s, &peer->resync_sleep, delay);
         }
     }
     if (peer->broken) {
@@ -236,4 +369,50 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     } else if (finished) {
         drbd_peer_spawn(peer, drbd_resync_finished_co, peer);
     }
+}
+
+/*
+ * The peer compared a chunk's checksums: the blocks it found equal are
+ * in sync on both sides now; what differs stays marked for the data pass
+ */
+int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
+                                        const DrbdOvPacket *p,
+                                        Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdGate gate = { .csum_chunks = peer->csum_chunks };
+    bool finished = false;
+    Coroutine *waiter;
+    uint32_t i;
+
+    qemu_mutex_lock(&s->lock);
+    if (drbd_gate_csum_reply(&gate, p, errp) < 0) {
+        qemu_mutex_unlock(&s->lock);
+        return -EINVAL;
+    }
+    g_hash_table_remove(peer->csum_chunks, &p->offset);
+    s->conn.pe--;
+    for (i = 0; i < drbd_ov_blocks(p->bytes); i++) {
+        uint64_t off = p->offset + (uint64_t)i * DRBD_OV_BLOCK;
+        uint64_t len = MIN(DRBD_OV_BLOCK, p->offset + p->bytes - off);
+
+        if (!(p->mismatch & (1ULL << i))) {
+            drbd_oos_reset_locked(s, off, len);
+            s->conn.resync_done += len;
+            s->conn.same_csum += len;
+        }
+    }
+    finished = hbitmap_count(s->oos) == 0 &&
+               s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
+    waiter = peer->csum_waiter;
+    peer->csum_waiter = NULL;
+    qemu_mutex_unlock(&s->lock);
+
+    if (waiter) {
+        aio_co_wake(waiter);
+    }
+    if (finished) {
+        drbd_peer_spawn(peer, drbd_resync_finished_co, peer);
+    }
+    return 0;
 }

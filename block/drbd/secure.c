@@ -129,6 +129,40 @@ int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
     return len;
 }
 
+int drbd_block_digests(uint32_t digest, const uint8_t *buf, uint32_t bytes,
+                       uint8_t *out, Error **errp)
+{
+    size_t dsize = drbd_digest_size(digest);
+    uint32_t i;
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        struct iovec iov = {
+            .iov_base = (uint8_t *)buf + i * DRBD_OV_BLOCK,
+            .iov_len = MIN(DRBD_OV_BLOCK, bytes - i * DRBD_OV_BLOCK),
+        };
+
+        if (drbd_digest_iov(digest, &iov, 1, out + i * dsize, errp) < 0) {
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+uint64_t drbd_block_digests_differ(const uint8_t *mine,
+                                   const uint8_t *theirs, uint32_t bytes,
+                                   size_t dsize)
+{
+    uint64_t mask = 0;
+    uint32_t i;
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        if (memcmp(mine + i * dsize, theirs + i * dsize, dsize)) {
+            mask |= 1ULL << i;
+        }
+    }
+    return mask;
+}
+
 /*
  * With data-integrity-alg, give @p the digest of its data (in @iov),
  * computed into @buf (DRBD_WIRE_DIGEST_MAX bytes)
@@ -310,6 +344,14 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
             error_setg(errp, "data-integrity-alg %s is not available in "
                        "this build",
                        DrbdDigestAlg_str(o->data_integrity_alg));
+            return -EINVAL;
+        }
+    }
+    if (o->has_csums_alg) {
+        c->csums_alg = drbd_digest_of_qapi[o->csums_alg];
+        if (!drbd_digest_size(c->csums_alg)) {
+            error_setg(errp, "csums-alg %s is not available in this build",
+                       DrbdDigestAlg_str(o->csums_alg));
             return -EINVAL;
         }
     }

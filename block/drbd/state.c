@@ -104,6 +104,7 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     c->ap = s->ap;
     c->ep = s->conn.cur_epoch + 1 - s->conn.barrier_acked_upto;
     c->oos = hbitmap_count(s->oos);
+    c->same_csum = s->conn.same_csum;
     info->counters = c;
 
     if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||

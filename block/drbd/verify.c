@@ -78,15 +78,14 @@ static void drbd_verify_wake(DrbdPeer *peer, Coroutine **waiter)
 
 /*
  * Read [@offset, @offset + @bytes) of the local disk and put the digest
- * of each 4 KiB block in @digests (drbd_ov_blocks(@bytes) of @dsize
- * bytes).  The caller holds the range against concurrent writes.
+ * of each 4 KiB block in @digests (drbd_ov_blocks(@bytes) of the
+ * verify-alg's size).  The caller holds the range against concurrent writes.
  */
 static int coroutine_fn drbd_verify_read(BDRVDrbdState *s, uint64_t offset,
                                          uint32_t bytes, uint8_t *digests,
-                                         size_t dsize, Error **errp)
+                                         Error **errp)
 {
     g_autofree uint8_t *buf = g_malloc(bytes);
-    uint32_t i;
     int ret;
 
     ret = drbd_co_read_local(s, offset, bytes, buf);
@@ -99,34 +98,7 @@ static int coroutine_fn drbd_verify_read(BDRVDrbdState *s, uint64_t offset,
         return ret;
     }
 
-    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
-        struct iovec iov = {
-            .iov_base = buf + i * DRBD_OV_BLOCK,
-            .iov_len = MIN(DRBD_OV_BLOCK, bytes - i * DRBD_OV_BLOCK),
-        };
-
-        if (drbd_digest_iov(s->conn.verify_alg, &iov, 1,
-                            digests + i * dsize, errp) < 0) {
-            return -EIO;
-        }
-    }
-    return 0;
-}
-
-/* The blocks of a range whose digests differ, as a mask */
-static uint64_t drbd_verify_mismatch(const uint8_t *mine,
-                                     const uint8_t *theirs, uint32_t bytes,
-                                     size_t dsize)
-{
-    uint64_t mask = 0;
-    uint32_t i;
-
-    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
-        if (memcmp(mine + i * dsize, theirs + i * dsize, dsize)) {
-            mask |= 1ULL << i;
-        }
-    }
-    return mask;
+    return drbd_block_digests(s->conn.verify_alg, buf, bytes, digests, errp);
 }
 
 /*
@@ -195,10 +167,10 @@ static void coroutine_fn drbd_verify_in_order_co(void *opaque)
     Error *err = NULL;
     int ret;
 
-    ret = drbd_verify_read(s, io->p.offset, io->p.bytes, mine, dsize, &err);
+    ret = drbd_verify_read(s, io->p.offset, io->p.bytes, mine, &err);
     if (ret == 0) {
-        mismatch = drbd_verify_mismatch(mine, io->digests, io->p.bytes,
-                                        dsize);
+        mismatch = drbd_block_digests_differ(mine, io->digests,
+                                             io->p.bytes, dsize);
     }
     reqlist_remove_req(&io->req);
 
@@ -272,7 +244,7 @@ static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
     reqlist_init_req(&s->active_reqs, &req, out->offset, out->bytes);
     qemu_co_mutex_unlock(&s->reqs_lock);
 
-    ret = drbd_verify_read(s, out->offset, out->bytes, digests, dsize, errp);
+    ret = drbd_verify_read(s, out->offset, out->bytes, digests, errp);
     if (ret == 0) {
         out->flags |= DRBD_OV_DIGESTS;
         out->digests = digests;
