@@ -511,6 +511,8 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
 void coroutine_fn drbd_resync_run(DrbdPeer *peer);
 void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack);
+/* Any thread: a running resync and the next ones go at @rate (0: any) */
+void drbd_resync_set_rate(BDRVDrbdState *s, uint64_t rate);
 int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
                                         const DrbdOvPacket *p,
                                         Error **errp);

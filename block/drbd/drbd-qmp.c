@@ -94,6 +94,16 @@ void qmp_drbd_invalidate_remote(const char *node_name, Error **errp)
     }
 }
 
+void qmp_drbd_set_resync_rate(const char *node_name, uint64_t rate,
+                              Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_resync_set_rate(s, rate);
+    }
+}
+
 void qmp_drbd_verify(const char *node_name, bool has_start, uint64_t start,
                      bool has_length, uint64_t length, bool has_resync,
                      bool resync, Error **errp)

@@ -416,3 +416,19 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     }
     return 0;
 }
+
+void drbd_resync_set_rate(BDRVDrbdState *s, uint64_t rate)
+{
+    DrbdPeer *peer;
+
+    qemu_mutex_lock(&s->lock);
+    s->conn.resync_rate = rate;
+    peer = drbd_peer_get_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    ratelimit_set_speed(&s->conn.resync_limit, rate, 100 * SCALE_MS);
+    if (peer) {
+        /* A resync asleep at the old rate goes on at the new one */
+        drbd_sleep_wake(s, &peer->resync_sleep, false);
+        drbd_peer_put(peer);
+    }
+}
