@@ -223,7 +223,11 @@ int drbd_gate_ov_reply(const DrbdGate *g, const DrbdOvPacket *p,
 
 int drbd_gate_csum(const DrbdGate *g, const DrbdOvPacket *p, Error **errp)
 {
-    if (g->role == DRBD_ROLE_PRIMARY || !g->sync_target) {
+    if (g->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "received an RS_CSUM packet while primary");
+        return -EINVAL;
+    }
+    if (!g->sync_target) {
         error_setg(errp, "received an RS_CSUM packet from a %s peer that is "
                    "not our sync source", DrbdRole_str(g->peer_role));
         return -EINVAL;

@@ -456,6 +456,9 @@ void drbd_wire_put_ov(GByteArray *out, uint16_t cmd, const DrbdOvPacket *p)
 
     assert(is_ov_cmd(cmd));
     assert(p->bytes && p->bytes <= DRBD_OV_MAX_BYTES);
+    /* What the decoder accepts of @cmd, and nothing else */
+    assert(!(p->flags & ~(ov_kinds(cmd) ?: DRBD_OV_DIGESTS)));
+    assert(!ov_kinds(cmd) || is_power_of_2(p->flags));
     if (p->flags & DRBD_OV_DIGESTS) {
         assert(p->digest_size >= DRBD_WIRE_DIGEST_MIN &&
                p->digest_size <= DRBD_WIRE_DIGEST_MAX);

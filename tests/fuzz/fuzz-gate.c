@@ -4,13 +4,13 @@
  * secondary applies writes (block/drbd/order.c)
  *
  * The target models one node of a connection: what it sent (guest write
- * ids, closed epochs, resync chunks and verify requests in flight), its
- * role, the peer's as last reported, and the handshake's decision.  The
- * input is, after a configuration, a sequence of steps: either something
- * the node does itself (send a write, close an epoch, send a resync chunk
- * or a verify request, finish a write it applies, change roles) or a
- * packet that arrives, decoded as a receiver decodes it and asked of the
- * gate.  Like the receiver, the
+ * ids, closed epochs, resync chunks, their checksums and verify requests
+ * in flight), its role, the peer's as last reported, and the handshake's
+ * decision.  The input is, after a configuration, a sequence of steps:
+ * either something the node does itself (send a write, close an epoch,
+ * send a resync chunk, its checksums or a verify request, finish a write
+ * it applies, change roles) or a packet that arrives, decoded as a
+ * receiver decodes it and asked of the gate.  Like the receiver, the
  * target stops at the first packet that is malformed or that the gate
  * refuses: the connection would be dropped.
  *
@@ -19,7 +19,9 @@
  *   12 bytes   configuration
  *              0: bit 0 primary, bit 1 sync target, bit 2 sync source,
  *                 bits 4-7 verify-alg (a DRBD_DIGEST_*, none if 9 or
- *                 more): the digest size OV packets are decoded with
+ *                 more): the digest size OV packets are decoded with;
+ *                 with bit 3, they are csums-alg instead (RS_CSUM's),
+ *                 and the node has no verify-alg
  *              1: the handshake's decision (modulo DRBD_SYNC__MAX)
  *              2: the peer's role, 3: the peer's disk (modulo their
  *                 counts)
@@ -35,7 +37,10 @@
  *                         a verify request, if the node has a verify-alg
  *                         (2 bytes: its first 4 KiB block, 1 byte: bits
  *                         0-5 its length in blocks - 1, bit 6 with our
- *                         digests)
+ *                         digests), 7 send the checksums of a resync
+ *                         chunk (RS_CSUM), if the node has a csums-alg
+ *                         and is sync source (2 bytes: its first 4 KiB
+ *                         block, 1 byte: bits 0-5 its length in blocks - 1)
  *              0x10-0xff  a packet arrives: a header and its payload
  *
  * Checked, against the model's own record rather than the gate's
@@ -48,9 +53,12 @@
  * accepted OV_REQUEST lies on the bitmap inside the disk, an accepted
  * OV_REPLY answers a verify request in flight, by id, offset and length,
  * with a result where the request carried digests, digests where it did
- * not, or a skip.  The
- * order of applied writes keeps its invariants, and a write that arrives
- * can always start once the writes before it finish (no deadlock).
+ * not, or a skip; an accepted RS_CSUM carries csums-alg digests of a
+ * bitmap range to a sync target that is not primary, and an RS_CSUM_REPLY
+ * is accepted exactly when it answers, with a result, checksums in
+ * flight (by id, offset and length).  The order of applied writes keeps
+ * its invariants, and a write that arrives can always start once the
+ * writes before it finish (no deadlock).
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -87,12 +95,15 @@ typedef struct Ov {
 typedef struct Model {
     DrbdGate g;                 /* what the gate is told */
     uint32_t verify_size;       /* verify-alg's digest size, 0: none */
+    uint32_t csums_size;        /* csums-alg's */
 
     /* The model's own record of what the node sent */
     uint64_t issued;            /* guest writes: ids 1 .. issued */
     GArray *epochs;             /* closed, not acked: uint32_t, oldest first */
     Chunk chunks[MAX_CHUNKS];   /* resync chunks in flight */
     unsigned nchunks;
+    Chunk csums[MAX_CHUNKS];    /* resync checksums in flight */
+    unsigned ncsums;
     Ov ovs[MAX_OVS];            /* verify requests in flight */
     unsigned novs;
     uint64_t ov_next_id;
@@ -153,13 +164,15 @@ static bool make_progress(Model *m)
     return true;
 }
 
-static bool chunk_overlaps(Model *m, uint64_t offset, uint64_t bytes)
+/* Does [@offset, @offset + @bytes) overlap one of the @n chunks @c? */
+static bool chunk_overlaps(const Chunk *c, unsigned n, uint64_t offset,
+                           uint64_t bytes)
 {
     unsigned i;
 
-    for (i = 0; i < m->nchunks; i++) {
-        if (offset < m->chunks[i].offset + m->chunks[i].bytes &&
-            m->chunks[i].offset < offset + bytes) {
+    for (i = 0; i < n; i++) {
+        if (offset < c[i].offset + c[i].bytes &&
+            c[i].offset < offset + bytes) {
             return true;
         }
     }
@@ -180,12 +193,37 @@ static void send_resync_chunk(Model *m, FuzzInput *in)
     }
     /* what hbitmap_next_dirty_area() gives: the last may be short */
     bytes = MIN((uint64_t)(p[2] % 64 + 1) * BM, m->g.disk_size - offset);
-    if (chunk_overlaps(m, offset, bytes)) {
+    if (chunk_overlaps(m->chunks, m->nchunks, offset, bytes)) {
         return;
     }
     m->chunks[m->nchunks++] = (Chunk) { offset, bytes };
     g_hash_table_insert(m->g.resync_chunks,
                         g_memdup2(&offset, sizeof(offset)),
+                        GUINT_TO_POINTER(bytes));
+}
+
+/* A sync source with a csums-alg sends a chunk's checksums (RS_CSUM) */
+static void send_csum(Model *m, FuzzInput *in)
+{
+    const uint8_t *p = fuzz_take(in, 3);
+    uint64_t offset, bytes;
+
+    if (!p || !m->csums_size || m->ncsums == MAX_CHUNKS ||
+        m->g.cstate != DRBD_CONN_STATE_SYNC_SOURCE) {
+        return;
+    }
+    offset = (uint64_t)lduw_be_p(p) * BM;
+    if (offset >= m->g.disk_size) {
+        return;
+    }
+    bytes = MIN((uint64_t)(p[2] % DRBD_OV_MAX_BLOCKS + 1) * BM,
+                m->g.disk_size - offset);
+    /* as resync.c: never two checksums of a block at once */
+    if (chunk_overlaps(m->csums, m->ncsums, offset, bytes)) {
+        return;
+    }
+    m->csums[m->ncsums++] = (Chunk) { offset, bytes };
+    g_hash_table_insert(m->g.csum_chunks, g_memdup2(&offset, sizeof(offset)),
                         GUINT_TO_POINTER(bytes));
 }
 
@@ -258,6 +296,9 @@ static void act(Model *m, uint8_t op, FuzzInput *in)
         break;
     case 6:
         send_verify_request(m, in);
+        break;
+    case 7:
+        send_csum(m, in);
         break;
     default:
         break;
@@ -455,6 +496,45 @@ static int got_ov_reply(Model *m, const DrbdOvPacket *p, Error **errp)
     return 0;
 }
 
+static int got_csum(Model *m, const DrbdOvPacket *p, Error **errp)
+{
+    if (drbd_gate_csum(&m->g, p, errp) < 0) {
+        return -EINVAL;
+    }
+    assert(m->g.role != DRBD_ROLE_PRIMARY && m->g.sync_target);
+    assert(on_bitmap(m, p->offset, p->bytes));
+    assert(p->bytes <= DRBD_OV_MAX_BYTES);
+    assert(p->flags == DRBD_OV_DIGESTS && p->digests);
+    assert(m->csums_size && p->digest_size == m->csums_size);
+    return 0;
+}
+
+/* Accepted exactly when it answers checksums in flight: both ways */
+static int got_csum_reply(Model *m, const DrbdOvPacket *p, Error **errp)
+{
+    uint32_t blocks = drbd_ov_blocks(p->bytes);
+    unsigned i;
+    int ret;
+
+    for (i = 0; i < m->ncsums; i++) {
+        if (m->csums[i].offset == p->offset) {
+            break;
+        }
+    }
+    ret = drbd_gate_csum_reply(&m->g, p, errp);
+    assert((ret == 0) == (i < m->ncsums && m->csums[i].bytes == p->bytes &&
+                          p->id == (DRBD_GATE_RESYNC_ID | p->offset)));
+    if (ret < 0) {
+        return -EINVAL;
+    }
+    assert(p->flags == DRBD_OV_RESULT && !p->digests);
+    assert(blocks == 64 || !(p->mismatch >> blocks));
+    /* answered: no longer in flight */
+    m->csums[i] = m->csums[--m->ncsums];
+    g_hash_table_remove(m->g.csum_chunks, &p->offset);
+    return 0;
+}
+
 /*
  * Decode and take the packet @cmd with payload @buf (@len bytes); < 0
  * with @errp set where the receiver would drop the connection
@@ -526,6 +606,17 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
         return cmd == DRBD_CMD_OV_REQUEST ? got_ov_request(m, &p, errp) :
                got_ov_reply(m, &p, errp);
     }
+    case DRBD_CMD_RS_CSUM:
+    case DRBD_CMD_RS_CSUM_REPLY: {
+        DrbdOvPacket p;
+
+        if (drbd_wire_get_ov(cmd, buf, len, m->g.disk_size, m->csums_size,
+                             &p, errp) < 0) {
+            return -EINVAL;
+        }
+        return cmd == DRBD_CMD_RS_CSUM ? got_csum(m, &p, errp) :
+               got_csum_reply(m, &p, errp);
+    }
     case DRBD_CMD_PING:
     case DRBD_CMD_PING_ACK:
         return 0;
@@ -558,8 +649,12 @@ static void model_init(Model *m, const uint8_t *c)
                                                    NULL),
             .ov_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal,
                                                 g_free, g_free),
+            .csum_chunks = g_hash_table_new_full(g_int64_hash,
+                                                 g_int64_equal, g_free,
+                                                 NULL),
         },
-        .verify_size = fuzz_digest_size(c[0] >> 4),
+        .verify_size = c[0] & 8 ? 0 : fuzz_digest_size(c[0] >> 4),
+        .csums_size = c[0] & 8 ? fuzz_digest_size(c[0] >> 4) : 0,
         .epochs = g_array_new(false, false, sizeof(uint32_t)),
         .order = drbd_order_new(),
     };
@@ -579,6 +674,7 @@ static void model_free(Model *m)
     g_array_free(m->epochs, true);
     g_hash_table_destroy(m->g.resync_chunks);
     g_hash_table_destroy(m->g.ov_pending);
+    g_hash_table_destroy(m->g.csum_chunks);
 }
 
 DRBD_FUZZ_TARGET(gate)

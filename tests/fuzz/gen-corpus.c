@@ -285,6 +285,31 @@ static void gen_wire(void)
            DRBD_OV_MAX_BYTES, 8, DRBD_OV_DIGESTS, 64, 0);
     write_seed("wire", "verify-sha512", b);
     g_byte_array_free(b, true);
+
+    /*
+     * Checksum-based resync with md5 (16-byte digests) on a disk whose
+     * last 4 KiB block is short: the checksums of a whole chunk, of three
+     * blocks and of the last, short chunk, and a reply to each
+     */
+    sizes.disk_size = DISK_SIZE + 1536;
+    sizes.verify = DRBD_DIGEST_NONE;
+    sizes.csums = DRBD_DIGEST_MD5;
+    b = g_byte_array_new();
+    drbd_wire_put_sizes(b, &sizes);
+    put_ov(b, DRBD_CMD_RS_CSUM, 0, DRBD_OV_MAX_BYTES, DRBD_GATE_RESYNC_ID,
+           DRBD_OV_DIGESTS, 16, 0);
+    put_ov(b, DRBD_CMD_RS_CSUM, 1 * MiB, 12288, DRBD_GATE_RESYNC_ID | 1 * MiB,
+           DRBD_OV_DIGESTS, 16, 0);
+    put_ov(b, DRBD_CMD_RS_CSUM, DISK_SIZE - 8192, 8192 + 1536,
+           DRBD_GATE_RESYNC_ID | (DISK_SIZE - 8192), DRBD_OV_DIGESTS, 16, 0);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, 0, DRBD_OV_MAX_BYTES,
+           DRBD_GATE_RESYNC_ID, DRBD_OV_RESULT, 0, 0x8000000000000001ULL);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, 1 * MiB, 12288,
+           DRBD_GATE_RESYNC_ID | 1 * MiB, DRBD_OV_RESULT, 0, 0);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, DISK_SIZE - 8192, 8192 + 1536,
+           DRBD_GATE_RESYNC_ID | (DISK_SIZE - 8192), DRBD_OV_RESULT, 0, 0x4);
+    write_seed("wire", "csums", b);
+    g_byte_array_free(b, true);
 }
 
 /* fuzz-rle.c's header: the bitmap's size and the chunk size selector */
@@ -450,6 +475,7 @@ static void put_config(GByteArray *b, uint8_t flags, DrbdSyncDecision d,
 
 #define GATE_RECV   0x80    /* a packet follows */
 #define GATE_VERIFY(alg)    ((alg) << 4)
+#define GATE_CSUMS(alg)     (0x08 | (alg) << 4)
 
 /* fuzz-gate.c's step 6: the node sends a verify request */
 static void put_verify_request(GByteArray *b, uint16_t block, uint8_t blocks,
@@ -458,6 +484,14 @@ static void put_verify_request(GByteArray *b, uint16_t block, uint8_t blocks,
     put_u8(b, 6);
     put_be16(b, block);
     put_u8(b, (blocks - 1) | (digests ? 0x40 : 0));
+}
+
+/* fuzz-gate.c's step 7: the node sends the checksums of a resync chunk */
+static void put_csum_step(GByteArray *b, uint16_t block, uint8_t blocks)
+{
+    put_u8(b, 7);
+    put_be16(b, block);
+    put_u8(b, blocks - 1);
 }
 
 static void gen_gate(void)
@@ -612,6 +646,67 @@ static void gen_gate(void)
     put_u8(b, GATE_RECV);
     put_ov(b, DRBD_CMD_OV_REQUEST, 512, 4096, 5, 0, 0, 0);
     write_seed("gate", "verify-target", b);
+    g_byte_array_free(b, true);
+
+    /*
+     * A sync source with a csums-alg (sha1) sends the checksums of a
+     * whole chunk, of two blocks and of the last, short chunk; the target
+     * answers each with the blocks that differ, and one data chunk is
+     * acked besides.  Small, so that mutations reach the steps.
+     */
+    b = g_byte_array_new();
+    put_config(b, 4 | GATE_CSUMS(DRBD_DIGEST_SHA1), DRBD_SYNC_SOURCE,
+               DRBD_ROLE_SECONDARY, DRBD_DISK_STATE_INCONSISTENT,
+               DISK_SIZE + 512, 0);
+    put_csum_step(b, 0, 64);
+    put_csum_step(b, 256, 2);
+    put_csum_step(b, DISK_SIZE / 4096, 1);
+    put_u8(b, 2);               /* a data chunk at block 64 */
+    put_be16(b, 64);
+    put_u8(b, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, 1 * MiB, 8192,
+           DRBD_GATE_RESYNC_ID | 1 * MiB, DRBD_OV_RESULT, 0, 0x2);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, 0, 256 * KiB, DRBD_GATE_RESYNC_ID,
+           DRBD_OV_RESULT, 0, UINT64_MAX);
+    put_u8(b, GATE_RECV);
+    put_ack(b, DRBD_CMD_WRITE_ACK, 256 * KiB, 4096,
+            DRBD_GATE_RESYNC_ID | 256 * KiB);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, DISK_SIZE, 512,
+           DRBD_GATE_RESYNC_ID | DISK_SIZE, DRBD_OV_RESULT, 0, 0);
+    /* answered already: refused */
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM_REPLY, 0, 256 * KiB, DRBD_GATE_RESYNC_ID,
+           DRBD_OV_RESULT, 0, 0);
+    write_seed("gate", "csums-source", b);
+    g_byte_array_free(b, true);
+
+    /*
+     * A sync target with a csums-alg (crc32c) gets the source's
+     * checksums of a whole chunk and of the last, short one, the data of
+     * a block, and the end of the resync; checksums after it are refused
+     */
+    b = g_byte_array_new();
+    put_config(b, 2 | GATE_CSUMS(DRBD_DIGEST_CRC32C), DRBD_SYNC_TARGET,
+               DRBD_ROLE_PRIMARY, DRBD_DISK_STATE_UP_TO_DATE,
+               DISK_SIZE + 1536, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM, 0, 256 * KiB, DRBD_GATE_RESYNC_ID,
+           DRBD_OV_DIGESTS, 4, 0);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM, DISK_SIZE - 4096, 4096 + 1536,
+           DRBD_GATE_RESYNC_ID | (DISK_SIZE - 4096), DRBD_OV_DIGESTS, 4, 0);
+    put_u8(b, GATE_RECV);
+    put_write(b, DRBD_CMD_RS_DATA, 4096, 4096, DRBD_GATE_RESYNC_ID | 4096,
+              0, 0, 0);
+    put_u8(b, GATE_RECV);
+    drbd_wire_put_empty(b, DRBD_CMD_RS_DONE);
+    put_u8(b, GATE_RECV);
+    put_ov(b, DRBD_CMD_RS_CSUM, 1 * MiB, 4096, DRBD_GATE_RESYNC_ID | 1 * MiB,
+           DRBD_OV_DIGESTS, 4, 0);
+    write_seed("gate", "csums-target", b);
     g_byte_array_free(b, true);
 }
 

@@ -578,6 +578,247 @@ static void test_ov_reply(void)
                    "never sent or already answered");
 }
 
+static void test_csum(void)
+{
+    /* a disk whose last bitmap block is short: 3 blocks and 512 bytes */
+    const uint64_t size = 3 * BM + 512;
+    DrbdGate g = secondary();
+    DrbdOvPacket p = {
+        .id = DRBD_GATE_RESYNC_ID, .offset = 0, .bytes = DRBD_OV_MAX_BYTES,
+        .flags = DRBD_OV_DIGESTS,
+    };
+    Error *err = NULL;
+
+    /* not a sync target: the peer has no resync to check */
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "received an RS_CSUM packet from a primary peer that is "
+                   "not our sync source");
+    g.decision = DRBD_SYNC_TARGET;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "is not our sync source");
+
+    /* a sync target secondary: whole chunks, one block, the last */
+    g.sync_target = true;
+    g.cstate = DRBD_CONN_STATE_SYNC_TARGET;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+    p.offset = 1 * MiB;
+    p.bytes = 3 * BM;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+    p.offset = DISK_SIZE - DRBD_OV_MAX_BYTES;
+    p.bytes = DRBD_OV_MAX_BYTES;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+    p.offset = DISK_SIZE - BM;
+    p.bytes = BM;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+    /* from a secondary too: the handshake decided */
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+
+    /* the range does not start or end on a block */
+    p.offset = 512;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "RS_CSUM at 512 (4096 bytes) is not aligned to the "
+                   "bitmap's 4 KiB blocks");
+    p.offset = BM;
+    p.bytes = 512;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "RS_CSUM at 4096 (512 bytes) is not aligned");
+    p.bytes = 2 * BM + 512;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "is not aligned");
+    p.offset = 2 * BM - 512;
+    p.bytes = BM;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "is not aligned");
+    /* empty, at the end of the disk or beyond it */
+    p.offset = 0;
+    p.bytes = 0;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "RS_CSUM at 0 (0 bytes) is not aligned");
+    p.offset = DISK_SIZE;
+    p.bytes = BM;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "is not aligned");
+    p.offset = DISK_SIZE - BM;
+    p.bytes = 2 * BM;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "is not aligned");
+
+    /* the last, partial block ends a chunk at the end of the disk */
+    g.disk_size = size;
+    p.offset = 3 * BM;
+    p.bytes = 512;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+    p.offset = 0;
+    p.bytes = size;
+    assert_ok(drbd_gate_csum(&g, &p, &err), err);
+    /* ... but ends nothing short of it, and nothing goes beyond it */
+    p.offset = 2 * BM;
+    p.bytes = 512;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "RS_CSUM at 8192 (512 bytes) is not aligned");
+    p.offset = 3 * BM;
+    p.bytes = BM;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "is not aligned");
+
+    /* a primary takes no resync, aligned or not, whoever the peer is */
+    g.disk_size = DISK_SIZE;
+    p.offset = 0;
+    p.bytes = BM;
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "received an RS_CSUM packet while primary");
+    g.peer_role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "while primary");
+    p.offset = 512;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err, "while primary");
+
+    /* and a node whose resync ended takes none either */
+    g.role = DRBD_ROLE_SECONDARY;
+    g.sync_target = false;
+    g.cstate = DRBD_CONN_STATE_CONNECTED;
+    p.offset = 0;
+    assert_refused(drbd_gate_csum(&g, &p, &err), &err,
+                   "is not our sync source");
+}
+
+static void test_csum_reply(void)
+{
+    g_autoptr(GHashTable) csums = g_hash_table_new_full(g_int64_hash,
+                                                        g_int64_equal,
+                                                        g_free, NULL);
+    g_autoptr(GHashTable) chunks = g_hash_table_new_full(g_int64_hash,
+                                                         g_int64_equal,
+                                                         g_free, NULL);
+    DrbdGate g = { .csum_chunks = csums, .resync_chunks = chunks };
+    /* a whole chunk, one of three blocks, the short one at the end */
+    DrbdOvPacket one = {
+        .id = DRBD_GATE_RESYNC_ID | 0, .offset = 0,
+        .bytes = DRBD_OV_MAX_BYTES, .flags = DRBD_OV_RESULT,
+    };
+    DrbdOvPacket two = {
+        .id = DRBD_GATE_RESYNC_ID | 1 * MiB, .offset = 1 * MiB,
+        .bytes = 3 * BM, .flags = DRBD_OV_RESULT, .mismatch = 0x5,
+    };
+    DrbdOvPacket three = {
+        .id = DRBD_GATE_RESYNC_ID | DISK_SIZE, .offset = DISK_SIZE,
+        .bytes = 512, .flags = DRBD_OV_RESULT, .mismatch = 0x1,
+    };
+    DrbdOvPacket bad;
+    Error *err = NULL;
+
+    /* nothing sent */
+    assert_refused(drbd_gate_csum_reply(&g, &one, &err), &err,
+                   "RS_CSUM_REPLY for a resync checksum never sent or "
+                   "already answered (offset 0, 262144 bytes)");
+
+    add_chunk(csums, 0, DRBD_OV_MAX_BYTES);
+    add_chunk(csums, 1 * MiB, 3 * BM);
+    add_chunk(csums, DISK_SIZE, 512);
+    assert_ok(drbd_gate_csum_reply(&g, &one, &err), err);
+    assert_ok(drbd_gate_csum_reply(&g, &two, &err), err);
+    assert_ok(drbd_gate_csum_reply(&g, &three, &err), err);
+
+    /* the id without the resync bit: a guest write's, not a chunk's */
+    bad = one;
+    bad.id = 0;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "RS_CSUM_REPLY for a resync checksum never sent or "
+                   "already answered (offset 0, 262144 bytes)");
+    bad = two;
+    bad.id = two.offset;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered (offset 1048576, 12288 "
+                   "bytes)");
+
+    /* the id names another chunk than the offset, sent or not */
+    bad = two;
+    bad.id = DRBD_GATE_RESYNC_ID | 0;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = two;
+    bad.id = DRBD_GATE_RESYNC_ID | (2 * MiB);
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = one;
+    bad.offset = 1 * MiB;
+    bad.bytes = 3 * BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered (offset 1048576, 12288 "
+                   "bytes)");
+    bad = three;
+    bad.id |= BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+
+    /* an offset never sent, id and offset agreeing */
+    bad = one;
+    bad.offset = BM;
+    bad.id = DRBD_GATE_RESYNC_ID | BM;
+    bad.bytes = BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered (offset 4096, 4096 "
+                   "bytes)");
+    bad.offset = DISK_SIZE - BM;
+    bad.id = DRBD_GATE_RESYNC_ID | bad.offset;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+
+    /* the chunk's offset, another length */
+    bad = one;
+    bad.bytes = BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered (offset 0, 4096 bytes)");
+    bad.bytes = DRBD_OV_MAX_BYTES - 512;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = two;
+    bad.bytes = 4 * BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    bad = three;
+    bad.bytes = BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+
+    /* a chunk sent as data is no checksum: its ack is another packet */
+    add_chunk(chunks, 2 * MiB, BM);
+    bad = one;
+    bad.offset = 2 * MiB;
+    bad.id = DRBD_GATE_RESYNC_ID | bad.offset;
+    bad.bytes = BM;
+    assert_refused(drbd_gate_csum_reply(&g, &bad, &err), &err,
+                   "never sent or already answered");
+    /* ... and a checksum is not acked as data */
+    {
+        DrbdBlockAck ack = {
+            .offset = two.offset, .bytes = two.bytes, .id = two.id,
+        };
+
+        assert_refused(drbd_gate_resync_ack(&g, DRBD_CMD_WRITE_ACK, &ack,
+                                            &err), &err,
+                       "never sent or already acked");
+    }
+
+    /* answered once: gone */
+    g_hash_table_remove(csums, &one.offset);
+    assert_refused(drbd_gate_csum_reply(&g, &one, &err), &err,
+                   "never sent or already answered (offset 0, 262144 "
+                   "bytes)");
+    assert_ok(drbd_gate_csum_reply(&g, &two, &err), err);
+    g_hash_table_remove(csums, &two.offset);
+    assert_refused(drbd_gate_csum_reply(&g, &two, &err), &err,
+                   "never sent or already answered");
+    assert_ok(drbd_gate_csum_reply(&g, &three, &err), err);
+    /* ... until the same chunk is sent again */
+    add_chunk(csums, 0, DRBD_OV_MAX_BYTES);
+    assert_ok(drbd_gate_csum_reply(&g, &one, &err), err);
+
+    /* a node without a checksum table has no checksum in flight */
+    g.csum_chunks = NULL;
+    assert_refused(drbd_gate_csum_reply(&g, &one, &err), &err,
+                   "RS_CSUM_REPLY for a resync checksum never sent or "
+                   "already answered (offset 0, 262144 bytes)");
+    assert_refused(drbd_gate_csum_reply(&g, &three, &err), &err,
+                   "never sent or already answered");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -593,6 +834,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/state", test_state);
     g_test_add_func("/drbd-gate/ov-request", test_ov_request);
     g_test_add_func("/drbd-gate/ov-reply", test_ov_reply);
+    g_test_add_func("/drbd-gate/csum", test_csum);
+    g_test_add_func("/drbd-gate/csum-reply", test_csum_reply);
 
     return g_test_run();
 }

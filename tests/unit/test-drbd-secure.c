@@ -194,6 +194,139 @@ static void test_digest_iov(void)
     g_assert_cmpuint(drbd_digest_size(DRBD_DIGEST__MAX), ==, 0);
 }
 
+/*
+ * The digest of each 4 KiB block, the last one short or whole, and which
+ * of two lists of them differ: one changed byte shows in its block's bit
+ * and in no other
+ */
+static void test_block_digests(void)
+{
+    static const uint32_t digests[] = {
+        DRBD_DIGEST_CRC32C, DRBD_DIGEST_MD5, DRBD_DIGEST_SHA1,
+        DRBD_DIGEST_SHA256, DRBD_DIGEST_SHA512,
+    };
+    /* whole chunks, a short last block, one block, a part of one */
+    static const uint32_t sizes[] = {
+        DRBD_OV_MAX_BYTES, 5 * DRBD_OV_BLOCK, 4 * DRBD_OV_BLOCK + 512,
+        63 * DRBD_OV_BLOCK + 1536, DRBD_OV_BLOCK, 512,
+    };
+    /* beyond what is digested, so that a read past it would change them */
+    g_autofree uint8_t *buf = g_malloc(DRBD_OV_MAX_BYTES + DRBD_OV_BLOCK);
+    size_t max = DRBD_OV_MAX_BLOCKS * DRBD_WIRE_DIGEST_MAX;
+    /* and a byte more, that must stay as it is */
+    g_autofree uint8_t *mine = g_malloc(max + 1);
+    g_autofree uint8_t *theirs = g_malloc(max + 1);
+
+    for (size_t i = 0; i < DRBD_OV_MAX_BYTES + DRBD_OV_BLOCK; i++) {
+        buf[i] = i * 13 + (i >> 12);
+    }
+    for (size_t d = 0; d < ARRAY_SIZE(digests); d++) {
+        size_t dsize = drbd_digest_size(digests[d]);
+
+        for (size_t s = 0; s < ARRAY_SIZE(sizes); s++) {
+            uint32_t bytes = sizes[s];
+            uint32_t blocks = drbd_ov_blocks(bytes);
+            uint32_t last = blocks - 1;
+
+            memset(mine, 0xa5, max + 1);
+            g_assert_cmpint(drbd_block_digests(digests[d], buf, bytes, mine,
+                                               &error_abort), ==, 0);
+            /* one after the other, each that of its block alone */
+            for (uint32_t b = 0; b < blocks; b++) {
+                struct iovec iov = {
+                    buf + b * DRBD_OV_BLOCK,
+                    MIN(DRBD_OV_BLOCK, bytes - b * DRBD_OV_BLOCK),
+                };
+                uint8_t one[DRBD_WIRE_DIGEST_MAX];
+
+                g_assert_cmpint(drbd_digest_iov(digests[d], &iov, 1, one,
+                                                &error_abort), ==, dsize);
+                g_assert(!memcmp(mine + b * dsize, one, dsize));
+            }
+            /* and not a byte more */
+            g_assert_cmphex(mine[blocks * dsize], ==, 0xa5);
+
+            /* the same data: nothing differs */
+            buf[bytes] ^= 0xff;     /* past the end: not digested */
+            g_assert_cmpint(drbd_block_digests(digests[d], buf, bytes,
+                                               theirs, &error_abort), ==, 0);
+            buf[bytes] ^= 0xff;
+            g_assert_cmphex(drbd_block_digests_differ(mine, theirs, bytes,
+                                                      dsize), ==, 0);
+
+            /* one byte in block 3: bit 3 and no other */
+            if (blocks > 3) {
+                buf[3 * DRBD_OV_BLOCK + 1000] ^= 0x01;
+                drbd_block_digests(digests[d], buf, bytes, theirs,
+                                   &error_abort);
+                buf[3 * DRBD_OV_BLOCK + 1000] ^= 0x01;
+                g_assert_cmphex(drbd_block_digests_differ(mine, theirs,
+                                                          bytes, dsize),
+                                ==, 1ULL << 3);
+                g_assert_cmphex(drbd_block_digests_differ(theirs, mine,
+                                                          bytes, dsize),
+                                ==, 1ULL << 3);
+            }
+
+            /* the last byte of the last block, short or whole */
+            buf[bytes - 1] ^= 0x80;
+            drbd_block_digests(digests[d], buf, bytes, theirs, &error_abort);
+            buf[bytes - 1] ^= 0x80;
+            g_assert_cmphex(drbd_block_digests_differ(mine, theirs, bytes,
+                                                      dsize),
+                            ==, 1ULL << last);
+
+            /* the first byte and the last: the first block and the last */
+            buf[0] ^= 0x10;
+            buf[bytes - 1] ^= 0x10;
+            drbd_block_digests(digests[d], buf, bytes, theirs, &error_abort);
+            buf[0] ^= 0x10;
+            buf[bytes - 1] ^= 0x10;
+            g_assert_cmphex(drbd_block_digests_differ(mine, theirs, bytes,
+                                                      dsize),
+                            ==, 1ULL | (1ULL << last));
+        }
+    }
+
+    /* Every block differs: all 64 bits, and bits past a short range not */
+    memset(mine, 0x11, max);
+    memset(theirs, 0x22, max);
+    g_assert_cmphex(drbd_block_digests_differ(mine, theirs,
+                                              DRBD_OV_MAX_BYTES, 4),
+                    ==, UINT64_MAX);
+    g_assert_cmphex(drbd_block_digests_differ(mine, theirs,
+                                              2 * DRBD_OV_BLOCK + 512, 32),
+                    ==, 0x7);
+    /* only the digests of the range are compared */
+    memset(theirs, 0x11, 3 * 32);
+    g_assert_cmphex(drbd_block_digests_differ(mine, theirs,
+                                              2 * DRBD_OV_BLOCK + 512, 32),
+                    ==, 0);
+    g_assert_cmphex(drbd_block_digests_differ(mine, theirs,
+                                              3 * DRBD_OV_BLOCK + 512, 32),
+                    ==, 0x8);
+}
+
+/* A digest this node cannot compute is an error, not garbage */
+static void test_block_digests_bad(void)
+{
+    static const uint32_t bad[] = {
+        DRBD_DIGEST_NONE, DRBD_DIGEST__MAX, UINT32_MAX,
+    };
+    g_autofree uint8_t *buf = g_malloc0(2 * DRBD_OV_BLOCK);
+    uint8_t out[2 * DRBD_WIRE_DIGEST_MAX];
+
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        Error *err = NULL;
+
+        g_assert_cmpint(drbd_block_digests(bad[i], buf, 2 * DRBD_OV_BLOCK,
+                                           out, &err), <, 0);
+        g_assert(err);
+        g_assert(strstr(error_get_pretty(err), "cannot compute"));
+        error_free(err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -203,5 +336,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd/secure/answer-bad-digest", test_answer_bad_digest);
     g_test_add_func("/drbd/secure/digest-vectors", test_digest_vectors);
     g_test_add_func("/drbd/secure/digest-iov", test_digest_iov);
+    g_test_add_func("/drbd/secure/block-digests", test_block_digests);
+    g_test_add_func("/drbd/secure/block-digests-bad",
+                    test_block_digests_bad);
     return g_test_run();
 }

@@ -71,6 +71,12 @@
  */
 #define OV_DIGEST       32
 
+/*
+ * ... and the csums-alg digest size they decode RS_CSUM with: md5's, so
+ * that a decoder that took the one for the other would show
+ */
+#define CSUM_DIGEST     16
+
 /* The id of the OV packets the tests make */
 #define OV_COOKIE       0x0123456789abcdefULL
 
@@ -208,7 +214,8 @@ static uint8_t *ov_digests(uint32_t bytes, uint32_t digest_size)
 }
 
 /*
- * An OV_REQUEST or OV_REPLY of [@offset, @offset + @bytes) with @flags:
+ * An OV_REQUEST, OV_REPLY, RS_CSUM or RS_CSUM_REPLY of [@offset, @offset +
+ * @bytes) with @flags:
  * with DRBD_OV_DIGESTS, ov_digests() of @digest_size bytes each; with
  * DRBD_OV_RESULT, the mask @mismatch
  */
@@ -270,6 +277,7 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
             g_assert_cmpuint(s.disk_size, <=, INT64_MAX);
             g_assert_cmpuint(s.integrity, <, DRBD_DIGEST__MAX);
             g_assert_cmpuint(s.verify, <, DRBD_DIGEST__MAX);
+            g_assert_cmpuint(s.csums, <, DRBD_DIGEST__MAX);
         }
         return ret;
     }
@@ -391,12 +399,16 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         return ret;
     }
     case DRBD_CMD_OV_REQUEST:
-    case DRBD_CMD_OV_REPLY: {
+    case DRBD_CMD_OV_REPLY:
+    case DRBD_CMD_RS_CSUM:
+    case DRBD_CMD_RS_CSUM_REPLY: {
+        /* RS_CSUM's digests are csums-alg's, the OV packets' verify-alg's */
+        bool csum = cmd == DRBD_CMD_RS_CSUM || cmd == DRBD_CMD_RS_CSUM_REPLY;
+        uint32_t dsize = csum ? CSUM_DIGEST : OV_DIGEST;
         DrbdOvPacket p;
         uint32_t blocks;
 
-        ret = drbd_wire_get_ov(cmd, buf, len, disk_size, OV_DIGEST, &p,
-                               errp);
+        ret = drbd_wire_get_ov(cmd, buf, len, disk_size, dsize, &p, errp);
         if (ret == 0) {
             blocks = drbd_ov_blocks(p.bytes);
             g_assert_cmpuint(p.bytes, >, 0);
@@ -411,15 +423,19 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
             g_assert_cmpuint(blocks, <=, DRBD_OV_MAX_BLOCKS);
             if (cmd == DRBD_CMD_OV_REQUEST) {
                 g_assert_cmpuint(p.flags & ~DRBD_OV_DIGESTS, ==, 0);
-            } else {
+            } else if (cmd == DRBD_CMD_OV_REPLY) {
                 g_assert_true(p.flags == DRBD_OV_DIGESTS ||
                               p.flags == DRBD_OV_RESULT ||
                               p.flags == DRBD_OV_SKIPPED);
+            } else {
+                /* an RS_CSUM carries digests, its reply a result */
+                g_assert_cmpuint(p.flags, ==, cmd == DRBD_CMD_RS_CSUM ?
+                                 DRBD_OV_DIGESTS : DRBD_OV_RESULT);
             }
             if (p.flags & DRBD_OV_DIGESTS) {
-                g_assert_cmpuint(p.digest_size, ==, OV_DIGEST);
+                g_assert_cmpuint(p.digest_size, ==, dsize);
                 g_assert_true(p.digests == buf + OV_SIZE);
-                g_assert_cmpuint(len, ==, OV_SIZE + blocks * OV_DIGEST);
+                g_assert_cmpuint(len, ==, OV_SIZE + blocks * dsize);
             } else {
                 g_assert_null(p.digests);
                 g_assert_cmpuint(p.digest_size, ==, 0);
@@ -563,6 +579,30 @@ static GPtrArray *valid_packets(void)
     g_ptr_array_add(pkts, ov_packet(DRBD_CMD_OV_REPLY, 4096, 4096,
                                     DRBD_OV_SKIPPED, 0, 0));
 
+    sizes.csums = DRBD_DIGEST_MD5;
+    pkt = g_byte_array_new();
+    drbd_wire_put_sizes(pkt, &sizes);
+    g_ptr_array_add(pkts, pkt);
+
+    /*
+     * Checksum-based resync: the digests of a whole chunk, of one block
+     * and of the last chunk of the disk, and replies naming none of the
+     * blocks, some and all
+     */
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_RS_CSUM, 0, DRBD_OV_MAX_BYTES,
+                                    DRBD_OV_DIGESTS, CSUM_DIGEST, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_RS_CSUM, 4096, 4096,
+                                    DRBD_OV_DIGESTS, CSUM_DIGEST, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_RS_CSUM, DISK_SIZE - 12288,
+                                    12288, DRBD_OV_DIGESTS, CSUM_DIGEST, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_RS_CSUM_REPLY, 0,
+                                    DRBD_OV_MAX_BYTES, DRBD_OV_RESULT, 0, 0));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_RS_CSUM_REPLY, DISK_SIZE - 12288,
+                                    12288, DRBD_OV_RESULT, 0, 0x5));
+    g_ptr_array_add(pkts, ov_packet(DRBD_CMD_RS_CSUM_REPLY, 1 * MiB,
+                                    DRBD_OV_MAX_BYTES, DRBD_OV_RESULT, 0,
+                                    UINT64_MAX));
+
     return pkts;
 }
 
@@ -604,6 +644,11 @@ static void test_cmd_name(void)
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_OV_REPLY), ==, "OV_REPLY");
     g_assert_cmpuint(DRBD_CMD_OV_REQUEST, ==, 24);
     g_assert_cmpuint(DRBD_CMD_OV_REPLY, ==, 25);
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_RS_CSUM), ==, "RS_CSUM");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_RS_CSUM_REPLY), ==,
+                    "RS_CSUM_REPLY");
+    g_assert_cmpuint(DRBD_CMD_RS_CSUM, ==, 26);
+    g_assert_cmpuint(DRBD_CMD_RS_CSUM_REPLY, ==, 27);
     g_assert_cmpstr(drbd_cmd_name(0), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(CMD_RESERVED), ==, "unknown");
     g_assert_cmpstr(drbd_cmd_name(DRBD_CMD__MAX), ==, "unknown");
@@ -668,6 +713,7 @@ static void test_round_trip_sizes(void)
             .protocol = protocols[i],
             .integrity = DRBD_DIGEST_MD5 + i,
             .verify = DRBD_DIGEST_SHA256 + i,
+            .csums = DRBD_DIGEST_CRC32C - i,
         };
         DrbdSizes out;
         const uint8_t *payload;
@@ -683,6 +729,8 @@ static void test_round_trip_sizes(void)
         g_assert_cmpuint(out.protocol, ==, in.protocol);
         g_assert_cmpuint(out.integrity, ==, in.integrity);
         g_assert_cmpuint(out.verify, ==, in.verify);
+        g_assert_cmpuint(out.csums, ==, in.csums);
+        g_assert_cmpuint(payload[SIZES_CSUMS], ==, in.csums);
     }
 }
 
@@ -1013,6 +1061,16 @@ static void test_header_invalid(void)
         { DRBD_CMD_OV_REPLY, 8 },
         { DRBD_CMD_OV_REPLY, OV_MAX_SIZE + 8 },
         { DRBD_CMD_OV_REPLY, UINT32_MAX },
+        { DRBD_CMD_RS_CSUM, 0 },
+        { DRBD_CMD_RS_CSUM, OV_SIZE - 1 },
+        { DRBD_CMD_RS_CSUM, OV_MAX_SIZE + 1 },
+        { DRBD_CMD_RS_CSUM_REPLY, 0 },
+        { DRBD_CMD_RS_CSUM_REPLY, OV_SIZE },
+        { DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE - 1 },
+        { DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE + 1 },
+        { DRBD_CMD_RS_CSUM_REPLY, OV_SIZE + CSUM_DIGEST },
+        { DRBD_CMD_RS_CSUM_REPLY, OV_MAX_SIZE },
+        { DRBD_CMD_RS_CSUM_REPLY, UINT32_MAX },
     };
     static const uint16_t bad_cmds[] = {
         0, CMD_RESERVED, DRBD_CMD__MAX, 0x100, 0xffff,
@@ -2340,6 +2398,536 @@ static void test_ov_invalid(void)
 #undef RESET
 }
 
+/* SIZES byte 15 names the csums digest, numbered as the other two */
+static void test_sizes_csums(void)
+{
+    static const uint8_t unknown[] = { DRBD_DIGEST__MAX, 10, 0x80, 0xff };
+    DrbdSizes in = {
+        .disk_size = DISK_SIZE, .max_epoch_size = 2048, .protocol = 'C',
+    };
+    uint8_t buf[SIZES_SIZE];
+    Error *err = NULL;
+    DrbdSizes out;
+    unsigned i;
+
+    for (i = 0; i < DRBD_DIGEST__MAX; i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        const uint8_t *payload;
+
+        /* other integrity and verify digests: no field is mixed up */
+        in.csums = i;
+        in.verify = DRBD_DIGEST__MAX - 1 - i;
+        in.integrity = (i + 3) % DRBD_DIGEST__MAX;
+        drbd_wire_put_sizes(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_SIZES);
+        g_assert_cmpuint(pkt->len, ==, HDR + SIZES_SIZE);
+        g_assert_cmpuint(payload[SIZES_INTEGRITY], ==, in.integrity);
+        g_assert_cmpuint(payload[SIZES_VERIFY], ==, in.verify);
+        g_assert_cmpuint(payload[SIZES_CSUMS], ==, i);
+        memset(&out, 0xa5, sizeof(out));
+        g_assert_cmpint(drbd_wire_get_sizes(payload, SIZES_SIZE, &out,
+                                            &error_abort), ==, 0);
+        g_assert_cmpuint(out.csums, ==, i);
+        g_assert_cmpuint(out.verify, ==, in.verify);
+        g_assert_cmpuint(out.integrity, ==, in.integrity);
+        g_assert_cmpuint(out.protocol, ==, 'C');
+        g_assert_cmpuint(out.disk_size, ==, DISK_SIZE);
+    }
+
+    memset(buf, 0, sizeof(buf));
+    stq_be_p(buf, DISK_SIZE);
+    buf[SIZES_PROTOCOL] = 'A';
+    buf[SIZES_VERIFY] = DRBD_DIGEST_SHA1;
+    for (i = 0; i < ARRAY_SIZE(unknown); i++) {
+        g_autofree char *msg =
+            g_strdup_printf("SIZES packet: unknown csums digest %u",
+                            unknown[i]);
+
+        buf[SIZES_CSUMS] = unknown[i];
+        memset(&out, 0xa5, sizeof(out));
+        assert_failed_with(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &err),
+                           &err, msg);
+        /* a decoder that fails leaves its output alone */
+        g_assert_cmpuint(out.protocol, ==, 0xa5);
+        g_assert_cmpuint(out.csums, ==, 0xa5);
+    }
+    buf[SIZES_CSUMS] = DRBD_DIGEST_CRC32C;
+    g_assert_cmpint(drbd_wire_get_sizes(buf, SIZES_SIZE, &out, &error_abort),
+                    ==, 0);
+    g_assert_cmpuint(out.csums, ==, DRBD_DIGEST_CRC32C);
+    g_assert_cmpuint(out.verify, ==, DRBD_DIGEST_SHA1);
+    g_assert_cmpuint(out.integrity, ==, DRBD_DIGEST_NONE);
+}
+
+/*
+ * RS_CSUM and RS_CSUM_REPLY: the OV packet under commands 26 and 27.  An
+ * RS_CSUM carries one csums-alg digest per 4 KiB block of its chunk (the
+ * last chunk, at the end of the disk, may be short), an RS_CSUM_REPLY
+ * the mask of the blocks that differ; what is encoded decodes to the
+ * same, and encodes back to the same bytes
+ */
+static void test_round_trip_csum(void)
+{
+    /* A disk whose last 4 KiB block is short: 1536 bytes */
+    const uint64_t odd_disk = DISK_SIZE + 1536;
+    const struct {
+        uint64_t offset;
+        uint32_t bytes;
+        uint64_t disk_size;
+    } chunks[] = {
+        /* whole chunks of 64 blocks: the first and the last of a disk */
+        { 0, DRBD_OV_MAX_BYTES, DISK_SIZE },
+        { DISK_SIZE - DRBD_OV_MAX_BYTES, DRBD_OV_MAX_BYTES, DISK_SIZE },
+        /* one block, three */
+        { 1 * MiB, 4096, DISK_SIZE },
+        { 8192, 3 * 4096, DISK_SIZE },
+        /* the last chunk of a disk whose last block is short */
+        { DISK_SIZE - 8192, 8192 + 1536, odd_disk },
+        { DISK_SIZE, 1536, odd_disk },
+        /* ... 64 blocks, the last of them short */
+        { DISK_SIZE - 63 * 4096, 63 * 4096 + 1536, odd_disk },
+    };
+    size_t i, d;
+
+    for (i = 0; i < ARRAY_SIZE(chunks); i++) {
+        uint64_t offset = chunks[i].offset;
+        uint32_t bytes = chunks[i].bytes;
+        uint64_t disk = chunks[i].disk_size;
+        uint32_t blocks = drbd_ov_blocks(bytes);
+        uint64_t all = blocks == 64 ? UINT64_MAX : (1ULL << blocks) - 1;
+        const uint64_t masks[] = {
+            0, 1, 1ULL << (blocks - 1), all, all & 0x5555555555555555ULL,
+        };
+
+        /* The digests of every csums-alg's length */
+        for (d = 0; d < ARRAY_SIZE(digest_lens); d++) {
+            uint32_t dsize = digest_lens[d];
+            size_t dlen = (size_t)blocks * dsize;
+            g_autoptr(GByteArray) pkt = ov_packet(DRBD_CMD_RS_CSUM, offset,
+                                                  bytes, DRBD_OV_DIGESTS,
+                                                  dsize, 0);
+            g_autoptr(GByteArray) again = g_byte_array_new();
+            g_autofree uint8_t *digests = ov_digests(bytes, dsize);
+            const uint8_t *payload = check_header(pkt, DRBD_CMD_RS_CSUM);
+            size_t len = pkt->len - HDR;
+            Error *err = NULL;
+            DrbdOvPacket out;
+            size_t o;
+
+            g_assert_cmpuint(len, ==, OV_SIZE + dlen);
+            g_assert_cmpuint(ldq_be_p(payload + OV_OFFSET), ==, offset);
+            g_assert_cmpuint(ldq_be_p(payload + OV_ID), ==, OV_COOKIE);
+            g_assert_cmpuint(ldl_be_p(payload + OV_BYTES), ==, bytes);
+            g_assert_cmpuint(ldl_be_p(payload + OV_FLAGS), ==,
+                             DRBD_OV_DIGESTS);
+            g_assert_cmpmem(payload + OV_SIZE, dlen, digests, dlen);
+
+            memset(&out, 0xa5, sizeof(out));
+            g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_RS_CSUM, payload, len,
+                                             disk, dsize, &out,
+                                             &error_abort), ==, 0);
+            g_assert_cmpuint(out.offset, ==, offset);
+            g_assert_cmpuint(out.id, ==, OV_COOKIE);
+            g_assert_cmpuint(out.bytes, ==, bytes);
+            g_assert_cmpuint(out.flags, ==, DRBD_OV_DIGESTS);
+            g_assert_true(out.digests == payload + OV_SIZE);
+            g_assert_cmpuint(out.digest_size, ==, dsize);
+            g_assert_cmpuint(out.mismatch, ==, 0);
+
+            /* What decoded encodes to the very same packet */
+            drbd_wire_put_ov(again, DRBD_CMD_RS_CSUM, &out);
+            g_assert_cmpmem(again->data, again->len, pkt->data, pkt->len);
+
+            /* Without a device size the range is not checked */
+            g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_RS_CSUM, payload, len,
+                                             0, dsize, &out, &error_abort),
+                            ==, 0);
+
+            /* The digests are the csums-alg's: another length is wrong */
+            for (o = 0; o < ARRAY_SIZE(digest_lens); o++) {
+                if (o != d) {
+                    assert_failed(drbd_wire_get_ov(DRBD_CMD_RS_CSUM, payload,
+                                                   len, disk, digest_lens[o],
+                                                   &out, &err), &err);
+                }
+            }
+        }
+
+        /* The replies: no block, the first, the last, all, every other */
+        for (d = 0; d < ARRAY_SIZE(masks); d++) {
+            g_autoptr(GByteArray) pkt = ov_packet(DRBD_CMD_RS_CSUM_REPLY,
+                                                  offset, bytes,
+                                                  DRBD_OV_RESULT, 0,
+                                                  masks[d]);
+            g_autoptr(GByteArray) again = g_byte_array_new();
+            const uint8_t *payload = check_header(pkt,
+                                                  DRBD_CMD_RS_CSUM_REPLY);
+            size_t len = pkt->len - HDR;
+            DrbdOvPacket out;
+            size_t o;
+
+            g_assert_cmpuint(len, ==, OV_RESULT_SIZE);
+            g_assert_cmpuint(ldq_be_p(payload + OV_OFFSET), ==, offset);
+            g_assert_cmpuint(ldq_be_p(payload + OV_ID), ==, OV_COOKIE);
+            g_assert_cmpuint(ldl_be_p(payload + OV_BYTES), ==, bytes);
+            g_assert_cmpuint(ldl_be_p(payload + OV_FLAGS), ==,
+                             DRBD_OV_RESULT);
+            g_assert_cmpuint(ldq_be_p(payload + OV_SIZE), ==, masks[d]);
+
+            memset(&out, 0xa5, sizeof(out));
+            g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_RS_CSUM_REPLY, payload,
+                                             len, disk, CSUM_DIGEST, &out,
+                                             &error_abort), ==, 0);
+            g_assert_cmpuint(out.offset, ==, offset);
+            g_assert_cmpuint(out.id, ==, OV_COOKIE);
+            g_assert_cmpuint(out.bytes, ==, bytes);
+            g_assert_cmpuint(out.flags, ==, DRBD_OV_RESULT);
+            g_assert_null(out.digests);
+            g_assert_cmpuint(out.digest_size, ==, 0);
+            g_assert_cmpuint(out.mismatch, ==, masks[d]);
+
+            drbd_wire_put_ov(again, DRBD_CMD_RS_CSUM_REPLY, &out);
+            g_assert_cmpmem(again->data, again->len, pkt->data, pkt->len);
+
+            /* A result needs no csums-alg of the receiver, any will do */
+            g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_RS_CSUM_REPLY, payload,
+                                             len, disk, 0, &out,
+                                             &error_abort), ==, 0);
+            for (o = 0; o < ARRAY_SIZE(digest_lens); o++) {
+                g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_RS_CSUM_REPLY,
+                                                 payload, len, 0,
+                                                 digest_lens[o], &out,
+                                                 &error_abort), ==, 0);
+                g_assert_cmpuint(out.mismatch, ==, masks[d]);
+            }
+        }
+    }
+}
+
+/*
+ * What a peer may send wrong in an RS_CSUM or RS_CSUM_REPLY: every one
+ * refused, with an Error, and the output left alone
+ */
+static void test_csum_invalid(void)
+{
+    static const uint16_t wrong_cmds[] = {
+        0, DRBD_CMD_DATA, DRBD_CMD_RS_DATA, DRBD_CMD_WRITE_ACK,
+        CMD_RESERVED, DRBD_CMD_AUTH_RESPONSE, DRBD_CMD__MAX, 0xffff,
+    };
+    /* The flags an RS_CSUM may not have, and what is unknown of them */
+    static const struct {
+        uint32_t flags;
+        uint32_t unknown;
+    } bad_csum_flags[] = {
+        { DRBD_OV_RESULT, DRBD_OV_RESULT },
+        { DRBD_OV_SKIPPED, DRBD_OV_SKIPPED },
+        { DRBD_OV_DIGESTS | DRBD_OV_RESULT, DRBD_OV_RESULT },
+        { DRBD_OV_DIGESTS | DRBD_OV_SKIPPED, DRBD_OV_SKIPPED },
+        { DRBD_OV_REPLY_KINDS, DRBD_OV_RESULT | DRBD_OV_SKIPPED },
+        { DRBD_OV_DIGESTS | OV_RESERVED, OV_RESERVED },
+        { DRBD_OV_DIGESTS | 0x80000000, 0x80000000 },
+    }, bad_reply_flags[] = {
+        { DRBD_OV_DIGESTS, DRBD_OV_DIGESTS },
+        { DRBD_OV_SKIPPED, DRBD_OV_SKIPPED },
+        { DRBD_OV_RESULT | DRBD_OV_DIGESTS, DRBD_OV_DIGESTS },
+        { DRBD_OV_RESULT | DRBD_OV_SKIPPED, DRBD_OV_SKIPPED },
+        { DRBD_OV_REPLY_KINDS, DRBD_OV_DIGESTS | DRBD_OV_SKIPPED },
+        { DRBD_OV_RESULT | OV_RESERVED, OV_RESERVED },
+        { UINT32_MAX, ~DRBD_OV_RESULT },
+    };
+    /* 3 blocks with sha1's digests, and the answer: blocks 0 and 2 */
+    const uint32_t dsize = 20;
+    const size_t csum_len = OV_SIZE + 3 * 20;
+    g_autoptr(GByteArray) csum = ov_packet(DRBD_CMD_RS_CSUM, 8192, 3 * 4096,
+                                           DRBD_OV_DIGESTS, dsize, 0);
+    g_autoptr(GByteArray) res = ov_packet(DRBD_CMD_RS_CSUM_REPLY, 8192,
+                                          3 * 4096, DRBD_OV_RESULT, 0, 0x5);
+    g_autofree uint8_t *buf = g_malloc0(OV_MAX_SIZE + 64);
+    g_autofree uint8_t *big = NULL;
+    Error *err = NULL;
+    DrbdOvPacket p;
+    uint8_t hdr[HDR];
+    DrbdHeader h;
+    size_t i, n;
+    int ret;
+
+#define RESET(pkt) memcpy(buf, (pkt)->data + HDR, (pkt)->len - HDR)
+#define GET(cmd, len, disk, dsize) \
+    drbd_wire_get_ov(cmd, buf, len, disk, dsize, &p, &err)
+#define REFUSED(cmd, len, disk, dsize) \
+    do { \
+        memset(&p, 0xa5, sizeof(p)); \
+        assert_failed(GET(cmd, len, disk, dsize), &err); \
+        g_assert_cmpuint(p.flags, ==, 0xa5a5a5a5); \
+    } while (0)
+#define REFUSED_WITH(cmd, len, disk, dsize, msg) \
+    do { \
+        memset(&p, 0xa5, sizeof(p)); \
+        assert_failed_with(GET(cmd, len, disk, dsize), &err, msg); \
+        g_assert_cmpuint(p.flags, ==, 0xa5a5a5a5); \
+    } while (0)
+
+    g_assert_cmpuint(csum->len - HDR, ==, csum_len);
+    g_assert_cmpuint(res->len - HDR, ==, OV_RESULT_SIZE);
+    RESET(csum);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize), ==, 0);
+    RESET(res);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        dsize), ==, 0);
+
+    /* Truncated: every prefix, from a buffer of exactly its size */
+    for (n = 0; n < csum_len; n++) {
+        g_autofree uint8_t *cut = g_memdup2(csum->data + HDR, n);
+
+        assert_failed(drbd_wire_get_ov(DRBD_CMD_RS_CSUM, cut, n, DISK_SIZE,
+                                       dsize, &p, &err), &err);
+    }
+    for (n = 0; n < OV_RESULT_SIZE; n++) {
+        g_autofree uint8_t *cut = g_memdup2(res->data + HDR, n);
+
+        assert_failed(drbd_wire_get_ov(DRBD_CMD_RS_CSUM_REPLY, cut, n,
+                                       DISK_SIZE, dsize, &p, &err), &err);
+    }
+    RESET(csum);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_SIZE - 1, DISK_SIZE, dsize,
+                 "RS_CSUM packet: payload is 23 bytes (expected at least "
+                 "24)");
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM packet: payload is 24 bytes (expected 84)");
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len - dsize, DISK_SIZE, dsize,
+                 "RS_CSUM packet: payload is 64 bytes (expected 84)");
+    RESET(res);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: payload is 24 bytes (expected 32)");
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE - 1, DISK_SIZE, dsize);
+
+    /* Too long: a byte, a digest, a mask */
+    RESET(csum);
+    REFUSED(DRBD_CMD_RS_CSUM, csum_len + 1, DISK_SIZE, dsize);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len + dsize, DISK_SIZE, dsize,
+                 "RS_CSUM packet: payload is 104 bytes (expected 84)");
+    REFUSED(DRBD_CMD_RS_CSUM, csum_len + 8, DISK_SIZE, dsize);
+    RESET(res);
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE + 1, DISK_SIZE, dsize);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE + 8, DISK_SIZE,
+                 dsize, "RS_CSUM_REPLY packet: payload is 40 bytes "
+                 "(expected 32)");
+
+    /* Digests of another length than blocks * the csums-alg's */
+    RESET(csum);
+    for (i = 0; i < ARRAY_SIZE(digest_lens); i++) {
+        if (digest_lens[i] != dsize) {
+            REFUSED(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, digest_lens[i]);
+        }
+    }
+    /* ... for 2 or 4 blocks, where the range has 3 */
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, 30,
+                 "RS_CSUM packet: payload is 84 bytes (expected 114)");
+    stl_be_p(buf + OV_BYTES, 2 * 4096);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize,
+                 "RS_CSUM packet: payload is 84 bytes (expected 64)");
+    stl_be_p(buf + OV_BYTES, 4 * 4096);
+    REFUSED(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize);
+    /* 2 blocks and 512 bytes are 3 blocks */
+    stl_be_p(buf + OV_BYTES, 2 * 4096 + 512);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize),
+                    ==, 0);
+
+    /* An RS_CSUM without digests, whatever its length */
+    RESET(csum);
+    stl_be_p(buf + OV_FLAGS, 0);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM packet: flags 0x0 are not exactly one of those "
+                 "it may have (0x1)");
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize,
+                 "RS_CSUM packet: flags 0x0 are not exactly one of those "
+                 "it may have (0x1)");
+    REFUSED(DRBD_CMD_RS_CSUM, OV_RESULT_SIZE, DISK_SIZE, dsize);
+    REFUSED(DRBD_CMD_RS_CSUM, OV_SIZE, DISK_SIZE, 0);
+
+    /* ... or with a result, a skip, or a flag that means nothing yet */
+    for (i = 0; i < ARRAY_SIZE(bad_csum_flags); i++) {
+        g_autofree char *msg =
+            g_strdup_printf("RS_CSUM packet: unknown flags 0x%" PRIx32,
+                            bad_csum_flags[i].unknown);
+
+        RESET(csum);
+        stl_be_p(buf + OV_FLAGS, bad_csum_flags[i].flags);
+        /* whatever length the flags may suggest */
+        REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_SIZE, DISK_SIZE, dsize, msg);
+        REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_RESULT_SIZE, DISK_SIZE, dsize, msg);
+        REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize, msg);
+        REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len + 8, DISK_SIZE, dsize, msg);
+    }
+
+    /* Digests to a node without a csums-alg; its verify-alg is no help */
+    RESET(csum);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, 0,
+                 "RS_CSUM packet carries digests, but this node has no "
+                 "csums-alg");
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_SIZE, DISK_SIZE, 0,
+                 "RS_CSUM packet carries digests, but this node has no "
+                 "csums-alg");
+
+    /* A reply has a result: not digests, not a skip, not nothing */
+    RESET(res);
+    stl_be_p(buf + OV_FLAGS, 0);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: flags 0x0 are not exactly one of "
+                 "those it may have (0x2)");
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_SIZE, DISK_SIZE, dsize);
+    for (i = 0; i < ARRAY_SIZE(bad_reply_flags); i++) {
+        g_autofree char *msg =
+            g_strdup_printf("RS_CSUM_REPLY packet: unknown flags 0x%" PRIx32,
+                            bad_reply_flags[i].unknown);
+
+        RESET(csum);
+        stl_be_p(buf + OV_FLAGS, bad_reply_flags[i].flags);
+        REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_SIZE, DISK_SIZE, dsize, msg);
+        REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                     msg);
+        REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, csum_len, DISK_SIZE, dsize,
+                     msg);
+        /* a node without a csums-alg says the same */
+        REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, csum_len, DISK_SIZE, 0, msg);
+    }
+
+    /* A result that names blocks beyond its range */
+    RESET(res);
+    stq_be_p(buf + OV_SIZE, 0x8);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: mismatch mask 0x8 names blocks "
+                 "beyond its 3");
+    stq_be_p(buf + OV_SIZE, 0xf);
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize);
+    stq_be_p(buf + OV_SIZE, 1ULL << 63);
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize);
+    stq_be_p(buf + OV_SIZE, UINT64_MAX);
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize);
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, 0, dsize);
+    /* the short last block counts: 2 blocks and 512 bytes are 3 */
+    stq_be_p(buf + OV_SIZE, 0x7);
+    stl_be_p(buf + OV_BYTES, 2 * 4096 + 512);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        dsize), ==, 0);
+    g_assert_cmpuint(p.mismatch, ==, 0x7);
+    stl_be_p(buf + OV_BYTES, 2 * 4096);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: mismatch mask 0x7 names blocks "
+                 "beyond its 2");
+    /* one block (a short one too): bit 0 only */
+    stl_be_p(buf + OV_BYTES, 512);
+    stq_be_p(buf + OV_SIZE, 0x2);
+    REFUSED(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize);
+    stq_be_p(buf + OV_SIZE, 0x1);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        dsize), ==, 0);
+    /* 63 blocks: not bit 63; 64 blocks: any */
+    stl_be_p(buf + OV_BYTES, 63 * 4096);
+    stq_be_p(buf + OV_SIZE, UINT64_MAX >> 1);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        dsize), ==, 0);
+    stq_be_p(buf + OV_SIZE, UINT64_MAX);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: mismatch mask 0xffffffffffffffff "
+                 "names blocks beyond its 63");
+    stl_be_p(buf + OV_BYTES, 64 * 4096);
+    g_assert_cmpint(GET(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE,
+                        dsize), ==, 0);
+    g_assert_cmpuint(p.mismatch, ==, UINT64_MAX);
+
+    /* The range: zero bytes, too many, unaligned, beyond the disk */
+    RESET(csum);
+    stl_be_p(buf + OV_BYTES, 0);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM packet: request of zero bytes");
+    stl_be_p(buf + OV_BYTES, DRBD_OV_MAX_BYTES + 4096);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_MAX_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM packet: 266240 bytes is more than the limit of "
+                 "262144");
+    stl_be_p(buf + OV_BYTES, 3 * 4096 + 1);
+    REFUSED(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize);
+    stl_be_p(buf + OV_BYTES, 3 * 4096);
+    stq_be_p(buf + OV_OFFSET, 8192 + 100);
+    REFUSED(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize);
+    stq_be_p(buf + OV_OFFSET, DISK_SIZE - 2 * 4096);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, csum_len, DISK_SIZE, dsize,
+                 "RS_CSUM packet: offset 67100672 + 12288 bytes is beyond "
+                 "the device (67108864 bytes)");
+    stq_be_p(buf + OV_OFFSET, UINT64_MAX - 4095);
+    REFUSED(DRBD_CMD_RS_CSUM, csum_len, 0, dsize);
+    RESET(res);
+    stq_be_p(buf + OV_OFFSET, DISK_SIZE);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: offset 67108864 + 12288 bytes is "
+                 "beyond the device (67108864 bytes)");
+    stl_be_p(buf + OV_BYTES, 0);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: request of zero bytes");
+
+    /* Right payload, wrong command; and each decoded as the other */
+    RESET(csum);
+    for (i = 0; i < ARRAY_SIZE(wrong_cmds); i++) {
+        REFUSED(wrong_cmds[i], csum_len, DISK_SIZE, dsize);
+    }
+    memset(&p, 0xa5, sizeof(p));
+    ret = GET(DRBD_CMD_DATA, csum_len, DISK_SIZE, dsize);
+    assert_failed_with(ret, &err, "DATA packet: cannot decode it as "
+                       "OV_REQUEST, OV_REPLY, RS_CSUM or RS_CSUM_REPLY");
+    REFUSED_WITH(DRBD_CMD_RS_CSUM_REPLY, csum_len, DISK_SIZE, dsize,
+                 "RS_CSUM_REPLY packet: unknown flags 0x1");
+    RESET(res);
+    REFUSED_WITH(DRBD_CMD_RS_CSUM, OV_RESULT_SIZE, DISK_SIZE, dsize,
+                 "RS_CSUM packet: unknown flags 0x2");
+    {
+        DrbdBlockAck a;
+        DrbdDataPacket d;
+
+        assert_failed(drbd_wire_get_block_ack(DRBD_CMD_RS_CSUM_REPLY, buf,
+                                              ACK_SIZE, DISK_SIZE, &a, &err),
+                      &err);
+        assert_failed(drbd_wire_get_data(DRBD_CMD_RS_CSUM, buf,
+                                         OV_RESULT_SIZE, 0, &d, &err), &err);
+    }
+
+    /* The largest payload: 64 blocks of 64-byte digests, and no more */
+    big = g_malloc0(OV_MAX_SIZE + 1);
+    stl_be_p(big + OV_BYTES, DRBD_OV_MAX_BYTES);
+    stl_be_p(big + OV_FLAGS, DRBD_OV_DIGESTS);
+    g_assert_cmpint(drbd_wire_get_ov(DRBD_CMD_RS_CSUM, big, OV_MAX_SIZE,
+                                     DISK_SIZE, DRBD_WIRE_DIGEST_MAX, &p,
+                                     &error_abort), ==, 0);
+    assert_failed(drbd_wire_get_ov(DRBD_CMD_RS_CSUM, big, OV_MAX_SIZE + 1,
+                                   DISK_SIZE, DRBD_WIRE_DIGEST_MAX, &p,
+                                   &err), &err);
+
+    /* The header bounds the length: an RS_CSUM_REPLY has but one */
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_RS_CSUM, 0, OV_MAX_SIZE + 1);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "RS_CSUM packet: payload length 4121 is impossible "
+                       "(expected 24 to 4120 bytes)");
+    make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_RS_CSUM_REPLY, 0, OV_SIZE);
+    assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
+                       "RS_CSUM_REPLY packet: payload length 24 is "
+                       "impossible (expected 32 bytes)");
+    for (n = 0; n <= OV_MAX_SIZE; n++) {
+        make_header(hdr, DRBD_WIRE_MAGIC, DRBD_CMD_RS_CSUM_REPLY, 0, n);
+        ret = drbd_wire_get_header(hdr, &h, n == OV_RESULT_SIZE ?
+                                   &error_abort : &err);
+        if (n == OV_RESULT_SIZE) {
+            g_assert_cmpint(ret, ==, 0);
+            g_assert_cmpuint(h.cmd, ==, DRBD_CMD_RS_CSUM_REPLY);
+        } else {
+            assert_failed(ret, &err);
+        }
+    }
+
+#undef REFUSED_WITH
+#undef REFUSED
+#undef GET
+#undef RESET
+}
+
 /*
  * DATA and RS_DATA with a digest of each length data-integrity-alg can
  * give: fixed part, digest, data, and the decoder points at each
@@ -2787,6 +3375,9 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/sizes/verify", test_sizes_verify);
     g_test_add_func("/drbd-wire/round-trip/ov", test_round_trip_ov);
     g_test_add_func("/drbd-wire/ov/invalid", test_ov_invalid);
+    g_test_add_func("/drbd-wire/sizes/csums", test_sizes_csums);
+    g_test_add_func("/drbd-wire/round-trip/csum", test_round_trip_csum);
+    g_test_add_func("/drbd-wire/csum/invalid", test_csum_invalid);
     g_test_add_func("/drbd-wire/round-trip/digest", test_round_trip_digest);
     g_test_add_func("/drbd-wire/digest/invalid", test_digest_invalid);
     g_test_add_func("/drbd-wire/digest/length",
