@@ -20,6 +20,11 @@ static bool is_ack_cmd(uint16_t cmd)
            cmd == DRBD_CMD_NEG_ACK;
 }
 
+static bool is_resync_write_cmd(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES;
+}
+
 static bool is_guest_write_cmd(uint16_t cmd)
 {
     return cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_ZEROES ||
@@ -99,7 +104,7 @@ int drbd_gate_barrier_ack(const DrbdGate *g, uint32_t epoch, Error **errp)
 int drbd_gate_write(const DrbdGate *g, uint16_t cmd,
                     const DrbdDataPacket *p, Error **errp)
 {
-    if (!is_guest_write_cmd(cmd) && cmd != DRBD_CMD_RS_DATA) {
+    if (!is_guest_write_cmd(cmd) && !is_resync_write_cmd(cmd)) {
         error_setg(errp, "%s packet is not a write", drbd_cmd_name(cmd));
         return -EINVAL;
     }
@@ -110,14 +115,14 @@ int drbd_gate_write(const DrbdGate *g, uint16_t cmd,
         return -EINVAL;
     }
     /* Guest writes come from a primary; resync data from our sync source */
-    if (cmd == DRBD_CMD_RS_DATA ? !g->sync_target :
+    if (is_resync_write_cmd(cmd) ? !g->sync_target :
         g->peer_role != DRBD_ROLE_PRIMARY) {
         error_setg(errp, "received a %s packet from a %s peer that is not "
                    "our sync source", drbd_cmd_name(cmd),
                    DrbdRole_str(g->peer_role));
         return -EINVAL;
     }
-    if (cmd == DRBD_CMD_RS_DATA &&
+    if (is_resync_write_cmd(cmd) &&
         !drbd_gate_bitmap_range(g->disk_size, p->offset, p->bytes)) {
         error_setg(errp, "resync data at %" PRIu64 " (%" PRIu32 " bytes) "
                    "is not aligned to the bitmap's 4 KiB blocks",

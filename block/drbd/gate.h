@@ -21,7 +21,7 @@
  *                               with that id, offset and length
  *   BARRIER_ACK                 an epoch that was closed, not yet acked
  *   DATA, ZEROES, DISCARD       not primary, the peer is primary
- *   RS_DATA                     not primary, sync target, a bitmap range
+ *   RS_DATA, RS_ZEROES          not primary, sync target, a bitmap range
  *   OUT_OF_SYNC                 a bitmap range; not primary; our sync
  *                               source by the handshake, or an
  *                               up-to-date primary; not sync source
@@ -134,8 +134,8 @@ int drbd_gate_resync_ack(const DrbdGate *g, uint16_t cmd,
 int drbd_gate_barrier_ack(const DrbdGate *g, uint32_t epoch, Error **errp);
 
 /*
- * A DATA, ZEROES, DISCARD or RS_DATA (@cmd) packet @p.
- * Reads role, peer_role, sync_target and (RS_DATA) disk_size.
+ * A DATA, ZEROES, DISCARD, RS_DATA or RS_ZEROES (@cmd) packet @p.
+ * Reads role, peer_role, sync_target and (RS_*) disk_size.
  */
 int drbd_gate_write(const DrbdGate *g, uint16_t cmd,
                     const DrbdDataPacket *p, Error **errp);

@@ -110,6 +110,12 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
     }
 }
 
+/* Resync writes: no epoch, no order, always acked, clear our bits */
+static bool drbd_is_resync_write(uint16_t cmd)
+{
+    return cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES;
+}
+
 /* The received bytes a write holds in memory until it is done */
 static uint32_t drbd_apply_buf_bytes(uint16_t cmd, const DrbdDataPacket *p)
 {
@@ -119,7 +125,7 @@ static uint32_t drbd_apply_buf_bytes(uint16_t cmd, const DrbdDataPacket *p)
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
                                        uint32_t flags)
 {
-    return cmd == DRBD_CMD_RS_DATA || peer->s->conn.protocol == 'C' ||
+    return drbd_is_resync_write(cmd) || peer->s->conn.protocol == 'C' ||
            (flags & DRBD_DP_FUA);
 }
 
@@ -148,6 +154,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
                              flags);
         break;
     case DRBD_CMD_ZEROES:
+    case DRBD_CMD_RS_ZEROES:
         if (a->p.flags & DRBD_DP_MAY_UNMAP) {
             flags |= BDRV_REQ_MAY_UNMAP;
         }
@@ -168,21 +175,21 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     if (a->cmd == DRBD_CMD_DATA || a->cmd == DRBD_CMD_RS_DATA) {
         s->dw += ret == 0 ? a->p.bytes : 0;
     }
-    if (a->cmd == DRBD_CMD_RS_DATA && ret == 0) {
+    if (drbd_is_resync_write(a->cmd) && ret == 0) {
         drbd_oos_reset_locked(s, a->p.offset, a->p.bytes);
     }
     qemu_mutex_unlock(&s->lock);
 
     reqlist_remove_req(&a->req);
     peer->apply_bytes -= drbd_apply_buf_bytes(a->cmd, &a->p);
-    if (a->cmd != DRBD_CMD_RS_DATA) {
+    if (!drbd_is_resync_write(a->cmd)) {
         drbd_order_done(peer->order, a->ow);
     } else {
         peer->resync_inflight--;
     }
     /* The receiver may wait for its order, for memory or for the resync */
     drbd_wake_epoch_waiter(peer);
-    if (a->cmd != DRBD_CMD_RS_DATA) {
+    if (!drbd_is_resync_write(a->cmd)) {
         drbd_ack_barriers(peer, acks, true);
     }
 
@@ -266,7 +273,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         g_free(buf);
         return ret;
     }
-    if (cmd == DRBD_CMD_RS_DATA && !peer->resync_persisted) {
+    if (drbd_is_resync_write(cmd) && !peer->resync_persisted) {
         /*
          * The source announced every range before its first chunk: what
          * we lack, and that our disk is inconsistent, go to disk before
@@ -281,7 +288,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         peer->resync_persisted = true;
     }
 
-    if (cmd != DRBD_CMD_RS_DATA &&
+    if (!drbd_is_resync_write(cmd) &&
         drbd_order_arrive(peer->order, p->unordered, &dep, errp) < 0) {
         g_free(buf);
         return -EPROTO;
@@ -294,7 +301,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     }
     qemu_mutex_unlock(&s->lock);
 
-    if (s->conn.protocol == 'B' && cmd != DRBD_CMD_RS_DATA) {
+    if (s->conn.protocol == 'B' && !drbd_is_resync_write(cmd)) {
         /* protocol B: the primary may complete once we hold the data */
         drbd_queue_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
                              p->bytes);
@@ -304,7 +311,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
      * Start no guest write before the writes it depends on are done, and
      * keep the arrival order of overlapping writes
      */
-    if (cmd != DRBD_CMD_RS_DATA) {
+    if (!drbd_is_resync_write(cmd)) {
         while (!drbd_order_may_start(peer->order, dep)) {
             peer->epoch_waiter = qemu_coroutine_self();
             qemu_coroutine_yield();
@@ -341,7 +348,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     a->p = *p;
     a->buf = buf;
     reqlist_init_req(&peer->apply_reqs, &a->req, p->offset, p->bytes);
-    if (cmd == DRBD_CMD_RS_DATA) {
+    if (drbd_is_resync_write(cmd)) {
         peer->resync_inflight++;
     } else {
         a->ow = drbd_order_start(peer->order);

@@ -236,6 +236,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
         case DRBD_CMD_ZEROES:
         case DRBD_CMD_DISCARD:
         case DRBD_CMD_RS_DATA:
+        case DRBD_CMD_RS_ZEROES:
             ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
                                      &err);
             if (ret == 0 && p.data) {

@@ -3,8 +3,9 @@
  *
  * After a reconnect, the primary sends the peer every block its
  * out-of-sync bitmap marks: first the ranges (OUT_OF_SYNC), so that the
- * peer knows what it lacks, then the data (RS_DATA), chunk by chunk at no
- * more than resync-rate, then RS_DONE.  A bit is cleared only when the
+ * peer knows what it lacks, then the data (RS_DATA, or RS_ZEROES for a
+ * chunk that reads as zeroes), chunk by chunk at no more than
+ * resync-rate, then RS_DONE.  A bit is cleared only when the
  * peer's WRITE_ACK says the data is on its disk, so a connection lost in
  * the middle leaves the rest marked for the next resync.
  *
@@ -29,6 +30,7 @@
 #include "qemu/osdep.h"
 #include "block/block-io.h"
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/timer.h"
 #include "trace.h"
 
@@ -69,7 +71,10 @@ static int coroutine_fn drbd_resync_announce(DrbdPeer *peer)
     return ret;
 }
 
-/* Read one chunk and send it as RS_DATA */
+/*
+ * Read one chunk and send it as RS_DATA, or as RS_ZEROES if it reads as
+ * zeroes (the target writes zeroes, unmapping where it may)
+ */
 static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
                                           int64_t bytes)
 {
@@ -84,6 +89,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     };
     uint8_t digest[DRBD_WIRE_DIGEST_MAX];
     struct iovec iov = { buf, bytes };
+    uint16_t cmd = DRBD_CMD_RS_DATA;
     Error *err = NULL;
     BlockReq req;
     int ret;
@@ -100,7 +106,13 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         qemu_co_mutex_unlock(&s->reqs_lock);
         return ret;
     }
-    if (ret == 0 && drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
+    if (ret == 0 && buffer_is_zero(buf, bytes)) {
+        cmd = DRBD_CMD_RS_ZEROES;
+        p.data = NULL;
+        p.flags = DRBD_DP_MAY_UNMAP;
+    }
+    if (ret == 0 && cmd == DRBD_CMD_RS_DATA &&
+        drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
         drbd_peer_fail(peer, "resync: %s", error_get_pretty(err));
         error_free(err);
         ret = -EIO;
@@ -116,14 +128,14 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         s->conn.pe++;
         qemu_mutex_unlock(&s->lock);
 
-        drbd_wire_put_data(pkt, DRBD_CMD_RS_DATA, &p);
+        drbd_wire_put_data(pkt, cmd, &p);
         ret = drbd_send_data_channel(peer, pkt);
     } else {
         drbd_peer_fail(peer, "resync: reading %" PRId64 " bytes at %" PRId64
                        " failed: %s", bytes, offset, strerror(-ret));
     }
 
-    if (ret == 0) {
+    if (ret == 0 && cmd == DRBD_CMD_RS_DATA) {
         qemu_mutex_lock(&s->lock);
         s->conn.ns += bytes;
         qemu_mutex_unlock(&s->lock);

@@ -154,6 +154,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_OV_REPLY]     = { "OV_REPLY", OV_SIZE, OV_MAX_SIZE },
     [DRBD_CMD_RS_CSUM]      = { "RS_CSUM", OV_SIZE, OV_MAX_SIZE },
     [DRBD_CMD_RS_CSUM_REPLY] = { "RS_CSUM_REPLY", OV_SIZE + 8, OV_SIZE + 8 },
+    [DRBD_CMD_RS_ZEROES]    = { "RS_ZEROES", DATA_SIZE, DATA_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -188,8 +189,8 @@ static bool is_data_cmd(uint16_t cmd)
 
 static bool is_request_cmd(uint16_t cmd)
 {
-    return is_data_cmd(cmd) ||
-           cmd == DRBD_CMD_ZEROES || cmd == DRBD_CMD_DISCARD;
+    return is_data_cmd(cmd) || cmd == DRBD_CMD_ZEROES ||
+           cmd == DRBD_CMD_DISCARD || cmd == DRBD_CMD_RS_ZEROES;
 }
 
 static bool is_block_ack_cmd(uint16_t cmd)
@@ -798,7 +799,7 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
     bool has_data = is_data_cmd(cmd);
     DrbdDataPacket req;
 
-    if (check_cmd("DATA, ZEROES, DISCARD or RS_DATA", cmd,
+    if (check_cmd("DATA, ZEROES, DISCARD, RS_DATA or RS_ZEROES", cmd,
                   is_request_cmd(cmd), errp) < 0) {
         return -EINVAL;
     }
@@ -818,7 +819,8 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
     req.digest = NULL;
     req.digest_len = 0;
 
-    if (cmd == DRBD_CMD_RS_DATA && req.unordered) {
+    if ((cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES) &&
+        req.unordered) {
         error_setg(errp, "%s packet: resync data is not a guest write, "
                    "but claims %" PRIu32 " unordered writes", name,
                    req.unordered);

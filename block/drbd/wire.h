@@ -96,6 +96,7 @@ typedef enum DrbdCmd {
     /* checksum-based resync (DrbdOvPacket, csums-alg digests) */
     DRBD_CMD_RS_CSUM        = 26,   /* sync source, data: its digests */
     DRBD_CMD_RS_CSUM_REPLY  = 27,   /* sync target, meta: which differ */
+    DRBD_CMD_RS_ZEROES      = 28,   /* sync source: a block reads as zeroes */
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -161,7 +162,8 @@ typedef struct DrbdUuidsPacket {
 #define DRBD_DP_ALL         (DRBD_DP_FUA | DRBD_DP_MAY_UNMAP)
 
 /*
- * DATA, ZEROES, DISCARD and RS_DATA carry a request; for DATA and RS_DATA,
+ * DATA, ZEROES, DISCARD, RS_DATA and RS_ZEROES carry a request; for DATA
+ * and RS_DATA,
  * @bytes of data follow the fixed part and @data points into the buffer
  * that was decoded (it is not copied).
  */
@@ -174,7 +176,7 @@ typedef struct DrbdDataPacket {
     /*
      * Guest writes: how many of the guest writes sent just before this
      * one the guest had not seen complete when it issued it (order.h);
-     * RS_DATA: 0
+     * RS_DATA and RS_ZEROES: 0
      */
     uint32_t unordered;
     const uint8_t *data;    /* DATA and RS_DATA only, else NULL */

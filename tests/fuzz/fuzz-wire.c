@@ -162,7 +162,8 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
     case DRBD_CMD_DATA:
     case DRBD_CMD_ZEROES:
     case DRBD_CMD_DISCARD:
-    case DRBD_CMD_RS_DATA: {
+    case DRBD_CMD_RS_DATA:
+    case DRBD_CMD_RS_ZEROES: {
         DrbdDataPacket p;
 
         ret = drbd_wire_get_data(cmd, buf, len, ws->disk_size, &p, &err);
@@ -183,6 +184,10 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
                        len);
             } else {
                 assert(!p.data && !p.digest && !p.digest_len);
+            }
+            if (cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES) {
+                /* resync writes are no guest writes */
+                assert(p.unordered == 0);
             }
             drbd_wire_put_data(pkt, cmd, &p);
             assert_same(pkt, orig, total);

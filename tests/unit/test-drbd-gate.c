@@ -275,6 +275,22 @@ static void test_resync_data(void)
     g.role = DRBD_ROLE_PRIMARY;
     assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), &err,
                    "received a RS_DATA packet while primary");
+
+    /* RS_ZEROES is resync data too */
+    g = secondary();
+    p = (DrbdDataPacket) { .offset = BM, .bytes = 2 * BM };
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_ZEROES, &p, &err), &err,
+                   "received a RS_ZEROES packet from a primary peer that "
+                   "is not our sync source");
+    g.sync_target = true;
+    assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_ZEROES, &p, &err), err);
+    p.offset = 512;
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_ZEROES, &p, &err), &err,
+                   "is not aligned");
+    p.offset = BM;
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_ZEROES, &p, &err), &err,
+                   "received a RS_ZEROES packet while primary");
 }
 
 static void test_out_of_sync(void)

@@ -172,7 +172,8 @@ static GByteArray *digest_packet(uint16_t cmd, uint64_t offset,
         .flags = flags,
         .bytes = bytes,
         /* resync data must say 0; guest writes round-trip any value */
-        .unordered = cmd == DRBD_CMD_RS_DATA ? 0 : 31,
+        .unordered = cmd == DRBD_CMD_RS_DATA ||
+                     cmd == DRBD_CMD_RS_ZEROES ? 0 : 31,
     };
 
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
@@ -306,7 +307,8 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
     case DRBD_CMD_DATA:
     case DRBD_CMD_RS_DATA:
     case DRBD_CMD_ZEROES:
-    case DRBD_CMD_DISCARD: {
+    case DRBD_CMD_DISCARD:
+    case DRBD_CMD_RS_ZEROES: {
         bool has_data = cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
         DrbdDataPacket p;
 
@@ -511,6 +513,8 @@ static GPtrArray *valid_packets(void)
     g_ptr_array_add(pkts, data_packet(DRBD_CMD_ZEROES, 0, 1 * MiB,
                                       DRBD_DP_MAY_UNMAP, NULL));
     g_ptr_array_add(pkts, data_packet(DRBD_CMD_DISCARD, 512, 4096, 0, NULL));
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_RS_ZEROES, 4096, 256 * KiB,
+                                      DRBD_DP_MAY_UNMAP, NULL));
 
     for (i = 0; i < ARRAY_SIZE(block_ack_cmds); i++) {
         pkt = g_byte_array_new();
@@ -1135,12 +1139,20 @@ static void test_header_invalid(void)
     g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
     make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_OV_REPLY, 0, OV_MAX_SIZE);
     g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_RS_CSUM, 0, OV_SIZE);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_RS_CSUM, 0, OV_MAX_SIZE);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
+    make_header(buf, DRBD_WIRE_MAGIC, DRBD_CMD_RS_CSUM_REPLY, 0,
+                OV_RESULT_SIZE);
+    g_assert_cmpint(drbd_wire_get_header(buf, &h, &error_abort), ==, 0);
 }
 
 static void test_data_invalid(void)
 {
     static const uint16_t data_cmds[] = {
         DRBD_CMD_DATA, DRBD_CMD_RS_DATA, DRBD_CMD_ZEROES, DRBD_CMD_DISCARD,
+        DRBD_CMD_RS_ZEROES,
     };
     Error *err = NULL;
     DrbdDataPacket p;
@@ -1228,12 +1240,13 @@ static void test_data_invalid(void)
          */
         memcpy(buf, payload, len);
         stl_be_p(buf + DATA_UNORDERED, 0xfffffffe);
-        if (cmd == DRBD_CMD_RS_DATA) {
+        if (cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES) {
+            g_autofree char *msg = g_strdup_printf(
+                "%s packet: resync data is not a guest write, but claims "
+                "4294967294 unordered writes", drbd_cmd_name(cmd));
+
             assert_failed_with(drbd_wire_get_data(cmd, buf, len, DISK_SIZE,
-                                                  &p, &err), &err,
-                               "RS_DATA packet: resync data is not a guest "
-                               "write, but claims 4294967294 unordered "
-                               "writes");
+                                                  &p, &err), &err, msg);
         } else {
             g_assert_cmpint(drbd_wire_get_data(cmd, buf, len, DISK_SIZE, &p,
                                                &error_abort), ==, 0);
@@ -3194,7 +3207,7 @@ static void test_messages(void)
     assert_failed_with(drbd_wire_get_data(DRBD_CMD_PING, pkt->data + HDR,
                                           pkt->len - HDR, 0, &p, &err),
                        &err, "PING packet: cannot decode it as DATA, "
-                       "ZEROES, DISCARD or RS_DATA");
+                       "ZEROES, DISCARD, RS_DATA or RS_ZEROES");
 
     make_header(hdr, 0x12345678, DRBD_CMD_DATA, 0, 0);
     assert_failed_with(drbd_wire_get_header(hdr, &h, &err), &err,
