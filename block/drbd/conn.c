@@ -454,6 +454,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
     while (!qatomic_read(&s->closing)) {
         Error *err = NULL;
         DrbdPeer *peer;
+        bool again_now = false;
 
         drbd_co_rehome(s);
         if (s->conn.connect_held) {
@@ -470,7 +471,18 @@ static void coroutine_fn drbd_conn_co(void *opaque)
         peer = drbd_establish(s, &err);
 
         if (peer) {
+            int64_t up = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
             drbd_peer_run(s, peer);
+            /*
+             * As DRBD: a connection that was up is tried again at once
+             * (a node invalidated, a verify's resync, a peer restarted);
+             * connect-interval is the pause between failed attempts.
+             * One that broke at once waits too, or a peer that drops
+             * every connection would have us loop.
+             */
+            again_now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - up >=
+                        s->conn.connect_interval_ns;
         } else {
             /* A handshake that failed says why, as a lost connection does */
             drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1,
@@ -482,7 +494,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
             }
         }
         if (!qatomic_read(&s->closing) && s->conn.connects &&
-            !s->conn.connect_held) {
+            !s->conn.connect_held && !again_now) {
             int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                                s->conn.connect_interval_ns;
             int64_t now;
