@@ -290,10 +290,10 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     /* ... and a verify, its target or a resync, that no answer will */
     waiters[0] = peer->ov_waiter;
     waiters[1] = peer->ov_serve_waiter;
-    waiters[2] = peer->csum_waiter;
+    waiters[2] = peer->resync_waiter;
     peer->ov_waiter = NULL;
     peer->ov_serve_waiter = NULL;
-    peer->csum_waiter = NULL;
+    peer->resync_waiter = NULL;
     qemu_mutex_unlock(&s->lock);
     for (i = 0; i < ARRAY_SIZE(waiters); i++) {
         if (waiters[i]) {
@@ -308,10 +308,26 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
  */
 void drbd_peer_kick(DrbdPeer *peer)
 {
+    BDRVDrbdState *s = peer->s;
+    Coroutine *waiters[2];
+    int i;
+
     qio_channel_wake_read(peer->data);
     qio_channel_wake_read(peer->meta);
-    drbd_sleep_wake(peer->s, &peer->ping_sleep, false);
-    drbd_sleep_wake(peer->s, &peer->resync_sleep, false);
+    drbd_sleep_wake(s, &peer->ping_sleep, false);
+    drbd_sleep_wake(s, &peer->resync_sleep, false);
+    /* The resync and a verify waiting for answers: they look again */
+    qemu_mutex_lock(&s->lock);
+    waiters[0] = peer->resync_waiter;
+    waiters[1] = peer->ov_waiter;
+    peer->resync_waiter = NULL;
+    peer->ov_waiter = NULL;
+    qemu_mutex_unlock(&s->lock);
+    for (i = 0; i < ARRAY_SIZE(waiters); i++) {
+        if (waiters[i]) {
+            aio_co_wake(waiters[i]);
+        }
+    }
 }
 
 /*

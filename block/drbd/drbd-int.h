@@ -124,11 +124,12 @@ typedef struct DrbdPeer {
      */
     GHashTable *resync_chunks;
     /*
-     * Likewise the checksums of chunks (RS_CSUM) not yet answered, and
-     * the resync while it waits for a slot among them (csums-alg)
+     * Likewise the checksums of chunks (RS_CSUM) not yet answered
+     * (csums-alg), and the resync while it waits for a slot among the
+     * chunks or the checksums in flight
      */
     GHashTable *csum_chunks;
-    Coroutine *csum_waiter;
+    Coroutine *resync_waiter;
 
     /* What the handshake decided, and the peer's UUIDs it saw */
     DrbdSyncDecision decision;

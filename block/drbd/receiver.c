@@ -334,23 +334,33 @@ static void coroutine_fn drbd_ping_wait(DrbdPeer *peer, int64_t deadline,
     }
 }
 
-/* Requests that the peer has not acked yet */
-static bool drbd_peer_owes_acks(BDRVDrbdState *s)
+/*
+ * The peer owes us something: acks of guest writes or of resync chunks,
+ * answers to checksums or verify requests, or (on a sync target) the
+ * rest of the resync
+ */
+static bool drbd_peer_owes_acks(DrbdPeer *peer)
 {
+    BDRVDrbdState *s = peer->s;
     bool owed;
 
     qemu_mutex_lock(&s->lock);
-    owed = !QTAILQ_EMPTY(&s->transfer_log);
+    owed = !QTAILQ_EMPTY(&s->transfer_log) ||
+           g_hash_table_size(peer->resync_chunks) ||
+           g_hash_table_size(peer->csum_chunks) ||
+           g_hash_table_size(peer->ov_pending) ||
+           peer->sync_target;
     qemu_mutex_unlock(&s->lock);
     return owed;
 }
 
 /*
  * Ping the peer every ping-interval; no answer in ping-timeout kills it.
- * While the peer owes acks, it is pinged every ping-timeout: a peer that
- * stopped answering (a frozen link: no FIN, no RST) holds the writes
- * and flushes waiting for it at most about twice ping-timeout, not a
- * whole ping-interval.
+ * While the peer owes acks (or a resync or verify runs), it is pinged
+ * every ping-timeout: a peer that stopped answering (a frozen link: no
+ * FIN, no RST) holds the writes and flushes waiting for it, and stalls
+ * the resync, at most about twice ping-timeout, not a whole
+ * ping-interval.
  */
 void coroutine_fn drbd_pinger(void *opaque)
 {
@@ -370,7 +380,7 @@ void coroutine_fn drbd_pinger(void *opaque)
             if (qatomic_read(&peer->broken) ||
                 qatomic_read(&peer->ping_now) ||
                 qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= next ||
-                drbd_peer_owes_acks(s)) {
+                drbd_peer_owes_acks(peer)) {
                 break;
             }
         }

@@ -37,7 +37,12 @@
 #include "drbd-int.h"
 #include "gate.h"
 
-/* Checksums of chunks in flight (csums-alg): 16 MiB of data to compare */
+/*
+ * Chunks in flight, not yet acked (16 MiB of data), and checksums of
+ * chunks (csums-alg, as much to compare): what a lost connection makes
+ * us send again, and what the peer must hold
+ */
+#define DRBD_RESYNC_WINDOW      64
 #define DRBD_CSUM_WINDOW        64
 
 QEMU_BUILD_BUG_ON(DRBD_RESYNC_CHUNK > DRBD_OV_MAX_BYTES);
@@ -210,16 +215,22 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
     return ret;
 }
 
-/* Wait until at most @max checksums are in flight; false if it broke */
-static bool coroutine_fn drbd_resync_csum_wait(DrbdPeer *peer, guint max)
+/*
+ * Wait until at most @max entries of @inflight (peer->resync_chunks or
+ * peer->csum_chunks) are in flight; false if the connection broke
+ */
+static bool coroutine_fn drbd_resync_wait(DrbdPeer *peer,
+                                          GHashTable *inflight, guint max)
 {
     BDRVDrbdState *s = peer->s;
 
     qemu_mutex_lock(&s->lock);
-    while (g_hash_table_size(peer->csum_chunks) > max && !peer->broken) {
-        peer->csum_waiter = qemu_coroutine_self();
+    while (g_hash_table_size(inflight) > max && !peer->broken) {
+        peer->resync_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
+        /* Woken by an answer, or by a move (drbd_peer_kick()) */
+        drbd_co_rehome(s);
         qemu_mutex_lock(&s->lock);
     }
     qemu_mutex_unlock(&s->lock);
@@ -241,7 +252,8 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer)
         bool found;
 
         drbd_co_rehome(s);
-        if (!drbd_resync_csum_wait(peer, DRBD_CSUM_WINDOW - 1)) {
+        if (!drbd_resync_wait(peer, peer->csum_chunks,
+                              DRBD_CSUM_WINDOW - 1)) {
             return false;
         }
         qemu_mutex_lock(&s->lock);
@@ -262,7 +274,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer)
         }
     }
     /* Every answer, so that the second pass sends only what differs */
-    return drbd_resync_csum_wait(peer, 0);
+    return drbd_resync_wait(peer, peer->csum_chunks, 0);
 }
 
 void coroutine_fn drbd_resync_run(DrbdPeer *peer)
@@ -292,7 +304,8 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         bool found;
 
         drbd_co_rehome(s);
-        if (peer->broken) {
+        if (!drbd_resync_wait(peer, peer->resync_chunks,
+                              DRBD_RESYNC_WINDOW - 1)) {
             return;
         }
 
@@ -356,6 +369,7 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     uint64_t offset = ack->id & ~DRBD_GATE_RESYNC_ID;
     DrbdGate gate = { .resync_chunks = peer->resync_chunks };
     bool finished = false;
+    Coroutine *waiter;
     Error *err = NULL;
 
     qemu_mutex_lock(&s->lock);
@@ -367,6 +381,8 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     }
     g_hash_table_remove(peer->resync_chunks, &offset);
     s->conn.pe--;
+    waiter = peer->resync_waiter;
+    peer->resync_waiter = NULL;
     if (cmd == DRBD_CMD_WRITE_ACK) {
         drbd_oos_reset_locked(s, ack->offset, ack->bytes);
         s->conn.resync_done += ack->bytes;
@@ -375,6 +391,9 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     }
     qemu_mutex_unlock(&s->lock);
 
+    if (waiter) {
+        aio_co_wake(waiter);
+    }
     if (cmd != DRBD_CMD_WRITE_ACK) {
         drbd_peer_fail(peer, "the peer failed to write resync data at %"
                        PRIu64, ack->offset);
@@ -416,8 +435,8 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     }
     finished = hbitmap_count(s->oos) == 0 &&
                s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
-    waiter = peer->csum_waiter;
-    peer->csum_waiter = NULL;
+    waiter = peer->resync_waiter;
+    peer->resync_waiter = NULL;
     qemu_mutex_unlock(&s->lock);
 
     if (waiter) {

@@ -504,6 +504,8 @@ static void coroutine_fn drbd_verify_co(void *opaque)
             peer->ov_waiter = qemu_coroutine_self();
             qemu_mutex_unlock(&s->lock);
             qemu_coroutine_yield();
+            /* Woken by an answer, or by a move (drbd_peer_kick()) */
+            drbd_co_rehome(s);
             qemu_mutex_lock(&s->lock);
         }
         if (peer->broken && !v->error) {
@@ -537,6 +539,7 @@ static void coroutine_fn drbd_verify_co(void *opaque)
         peer->ov_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
+        drbd_co_rehome(s);
         qemu_mutex_lock(&s->lock);
     }
     if (v->inflight > 0) {
