@@ -562,6 +562,7 @@ int drbd_auth_answer(uint32_t digest, const uint8_t *key, size_t key_len,
 int coroutine_fn drbd_secure_channel(BDRVDrbdState *s, QIOChannel **ioc,
                                      bool connector, Error **errp);
 size_t drbd_digest_size(uint32_t digest);
+uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov);
 int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
                     uint8_t *out, Error **errp);
 /*

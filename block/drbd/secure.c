@@ -41,6 +41,58 @@
 
 #include "drbd-int.h"
 
+#ifdef __x86_64__
+#include <nmmintrin.h>
+
+/* CRC-32C with SSE4.2's crc32 instruction: QEMU's crc32c(), faster */
+static uint32_t __attribute__((target("sse4.2")))
+drbd_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
+{
+    uint64_t c = crc;
+
+    for (; len && ((uintptr_t)p & 7); len--) {
+        c = _mm_crc32_u8(c, *p++);
+    }
+    for (; len >= 8; len -= 8, p += 8) {
+        c = _mm_crc32_u64(c, ldq_le_p(p));
+    }
+    for (; len; len--) {
+        c = _mm_crc32_u8(c, *p++);
+    }
+    return c;
+}
+#endif
+
+/*
+ * As QEMU's iov_crc32c() (whose value the wire carries), with the
+ * hardware's CRC-32C where the CPU has one: the table-driven crc32c()
+ * digests a few hundred MiB/s, slower than the link a resync or verify
+ * could use
+ */
+uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov)
+{
+    uint32_t crc = 0xffffffff;
+#ifdef __x86_64__
+    static int hw = -1;
+
+    if (hw < 0) {
+        hw = __builtin_cpu_supports("sse4.2");
+    }
+#endif
+
+    /* crc32c() inverts what it returns; the instruction does not */
+    for (; niov; niov--, iov++) {
+#ifdef __x86_64__
+        if (hw) {
+            crc = drbd_crc32c_sse42(crc, iov->iov_base, iov->iov_len);
+            continue;
+        }
+#endif
+        crc = crc32c(crc, iov->iov_base, iov->iov_len) ^ 0xffffffff;
+    }
+    return crc ^ 0xffffffff;
+}
+
 /* The hash behind each DRBD_DIGEST_* but crc32c, QEMU's own */
 static const struct {
     uint32_t digest;
@@ -119,7 +171,7 @@ int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
         return -EINVAL;
     }
     if (digest == DRBD_DIGEST_CRC32C) {
-        stl_be_p(out, iov_crc32c(0xffffffff, iov, niov));
+        stl_be_p(out, drbd_crc32c_iov(iov, niov));
         return len;
     }
     drbd_hash_alg(digest, &alg);

@@ -13,6 +13,7 @@
 #include "crypto/init.h"
 #include "qapi/error.h"
 #include "qemu/bswap.h"
+#include "qemu/crc32c.h"
 #include "../../block/drbd/drbd-int.h"
 
 static const uint8_t key[] = "a shared secret";
@@ -155,6 +156,41 @@ static void test_digest_vectors(void)
     g_assert_cmpint(drbd_digest_iov(DRBD_DIGEST_SHA256, &abc, 1, out,
                                     &error_abort), ==, 32);
     g_assert(!memcmp(out, sha256_abc, 32));
+}
+
+/*
+ * crc32c as QEMU's iov_crc32c() computes it, whichever way the node does
+ * (the CPU's instruction where it has one): every length and alignment
+ * of the head and the tail, and several pieces
+ */
+static void test_crc32c(void)
+{
+    g_autofree uint8_t *buf = g_malloc(4096 + 64);
+    uint8_t out[4];
+
+    for (int i = 0; i < 4096 + 64; i++) {
+        buf[i] = i * 131 + (i >> 7) + 7;
+    }
+    for (size_t start = 0; start < 16; start++) {
+        for (size_t len = 0; len < 80; len++) {
+            struct iovec iov = { buf + start, len };
+
+            g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
+                            iov_crc32c(0xffffffff, &iov, 1));
+        }
+    }
+    for (size_t cut = 0; cut <= 4096; cut += 1 + cut / 3) {
+        struct iovec parts[] = {
+            { buf + 3, cut }, { buf + 3 + cut, 4096 - cut },
+        };
+
+        g_assert_cmphex(drbd_crc32c_iov(parts, 2), ==,
+                        iov_crc32c(0xffffffff, parts, 2));
+        g_assert_cmpint(drbd_digest_iov(DRBD_DIGEST_CRC32C, parts, 2, out,
+                                        &error_abort), ==, 4);
+        g_assert_cmphex((uint32_t)ldl_be_p(out), ==,
+                        iov_crc32c(0xffffffff, parts, 2));
+    }
 }
 
 /* A digest over several pieces is the digest over their concatenation */
@@ -336,6 +372,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd/secure/answer-bad-digest", test_answer_bad_digest);
     g_test_add_func("/drbd/secure/digest-vectors", test_digest_vectors);
     g_test_add_func("/drbd/secure/digest-iov", test_digest_iov);
+    g_test_add_func("/drbd/secure/crc32c", test_crc32c);
     g_test_add_func("/drbd/secure/block-digests", test_block_digests);
     g_test_add_func("/drbd/secure/block-digests-bad",
                     test_block_digests_bad);
