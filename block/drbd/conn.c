@@ -450,6 +450,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
 static void coroutine_fn drbd_conn_co(void *opaque)
 {
     BDRVDrbdState *s = opaque;
+    bool was_again_now = false;
 
     while (!qatomic_read(&s->closing)) {
         Error *err = NULL;
@@ -478,10 +479,11 @@ static void coroutine_fn drbd_conn_co(void *opaque)
              * As DRBD: a connection that was up is tried again at once
              * (a node invalidated, a verify's resync, a peer restarted);
              * connect-interval is the pause between failed attempts.
-             * One that broke at once waits too, or a peer that drops
-             * every connection would have us loop.
+             * Not twice in a row for connections that broke at once, or
+             * a peer that drops every connection would have us loop.
              */
-            again_now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - up >=
+            again_now = !was_again_now ||
+                        qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - up >=
                         s->conn.connect_interval_ns;
         } else {
             /* A handshake that failed says why, as a lost connection does */
@@ -493,6 +495,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
                 error_free(err);
             }
         }
+        was_again_now = again_now;
         if (!qatomic_read(&s->closing) && s->conn.connects &&
             !s->conn.connect_held && !again_now) {
             int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
