@@ -461,7 +461,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
         if (s->conn.connect_held) {
             /* After a split brain: stand alone until drbd-connect */
             drbd_set_state(s, -1, DRBD_CONN_STATE_STANDALONE, -1, -1, -1,
-                           "split brain: waiting for drbd-connect");
+                           s->conn.held_reason);
             while (s->conn.connect_held && !qatomic_read(&s->closing)) {
                 drbd_co_sleep(s, &s->conn.conn_sleep,
                               10 * NANOSECONDS_PER_SECOND);

@@ -177,6 +177,15 @@ typedef struct DrbdPeer {
  * An online verify this node runs as the source, from drbd-verify until
  * its event; under s->lock, except @next, which only its coroutine uses
  */
+/* The jobs that show a node's work (job.c) */
+typedef enum DrbdJobKind {
+    DRBD_JOB_RESYNC,
+    DRBD_JOB_VERIFY,
+    DRBD_JOB__MAX,
+} DrbdJobKind;
+
+typedef struct DrbdJob DrbdJob;
+
 typedef struct DrbdVerify {
     uint64_t start, end;        /* the range, in bytes */
     uint64_t next;              /* where the next request starts */
@@ -187,6 +196,8 @@ typedef struct DrbdVerify {
     bool resync;                /* resync what it finds at the end */
     DrbdRole role, peer_role;   /* at the start: a change stops it */
     char *error;                /* why it stopped, if it did */
+    DrbdJob *job;               /* its job, if the node has one (job.c) */
+    DrbdSleep sleep;            /* its coroutine's, while paused */
 } DrbdVerify;
 
 /*
@@ -232,6 +243,7 @@ typedef struct DrbdConnection {
     DrbdDiskState peer_disk;
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
     bool connect_held;          /* split brain: wait for drbd-connect */
+    const char *held_reason;    /* why, for the state change */
     bool promote_pending;       /* we asked the peer to let us promote */
     bool promote_granted;       /* it agreed; we are not primary yet */
     int promote_reply;          /* its answer, or -1 while none */
@@ -260,6 +272,15 @@ typedef struct DrbdConnection {
 
     /* The online verify this node runs with this peer (verify.c) */
     DrbdVerify *verify;
+
+    /*
+     * The jobs that show the resync and the verify (job.c): the main
+     * loop's; and whether the user paused them (under s->lock), and the
+     * jobs the resync asked the main loop for, not made yet (atomic)
+     */
+    DrbdJob *jobs[DRBD_JOB__MAX];
+    bool job_paused[DRBD_JOB__MAX];
+    unsigned job_bhs;
 
     /* Counters for query-drbd: bytes sent and received, requests */
     uint64_t ns, nr;
@@ -398,6 +419,7 @@ struct BDRVDrbdState {
  *   peer.c                   the receiving side: applying the peer's writes
  *   verify.c                 online verify, both sides
  *   resync.c                 the sync source's side of a resync
+ *   job.c                    the resync and the verify as QEMU jobs
  *   tl.c                     the transfer log: guest writes to the peer
  *   channel.c                packets on the two channels, peer references
  *   meta.c                   metadata on disk: superblock, bitmap, AL
@@ -517,6 +539,15 @@ void drbd_resync_set_rate(BDRVDrbdState *s, uint64_t rate);
 int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
                                         const DrbdOvPacket *p,
                                         Error **errp);
+
+/* job.c: the resync and the verify as QEMU jobs */
+void drbd_job_resync_started(BDRVDrbdState *s);
+DrbdJob *drbd_job_verify_new(BDRVDrbdState *s, DrbdVerify *v);
+void drbd_job_verify_start(DrbdJob *dj);
+void drbd_job_verify_done_locked(DrbdJob *dj, const char *error);
+bool drbd_job_paused(BDRVDrbdState *s, DrbdJobKind kind);
+void drbd_job_kick(BDRVDrbdState *s);
+void drbd_job_detach(BDRVDrbdState *s);
 
 /* verify.c: online verify */
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,

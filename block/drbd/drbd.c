@@ -518,6 +518,8 @@ static void drbd_close(BlockDriverState *bs)
         }
     }
     drbd_conn_stop(s);
+    /* Its resync and verify are over: their jobs end, saying why */
+    drbd_job_detach(s);
     assert(QTAILQ_EMPTY(&s->transfer_log));
     bdrv_graph_rdlock_main_loop();
     drbd_md_close(s);

@@ -537,6 +537,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     if (outcome.hold) {
         qemu_mutex_lock(&s->lock);
         s->conn.connect_held = true;
+        s->conn.held_reason = "split brain: waiting for drbd-connect";
         qemu_mutex_unlock(&s->lock);
     }
     if (ret == 0) {

@@ -216,6 +216,21 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
 }
 
 /*
+ * While the user pauses the resync's job: wait, and follow the node.
+ * Returns false if the connection broke meanwhile.
+ */
+static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+
+    while (drbd_job_paused(s, DRBD_JOB_RESYNC) && !peer->broken) {
+        drbd_co_sleep(s, &peer->resync_sleep, 100 * SCALE_MS);
+        drbd_co_rehome(s);
+    }
+    return !peer->broken;
+}
+
+/*
  * Wait until at most @max entries of @inflight (peer->resync_chunks or
  * peer->csum_chunks) are in flight; false if the connection broke
  */
@@ -252,7 +267,8 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer)
         bool found;
 
         drbd_co_rehome(s);
-        if (!drbd_resync_wait(peer, peer->csum_chunks,
+        if (!drbd_resync_pause_point(peer) ||
+            !drbd_resync_wait(peer, peer->csum_chunks,
                               DRBD_CSUM_WINDOW - 1)) {
             return false;
         }
@@ -290,6 +306,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
                         100 * SCALE_MS);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_resync_start(s->bs, s->conn.resync_total);
+    drbd_job_resync_started(s);
 
     if (drbd_resync_announce(peer) < 0) {
         return;
@@ -304,7 +321,8 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         bool found;
 
         drbd_co_rehome(s);
-        if (!drbd_resync_wait(peer, peer->resync_chunks,
+        if (!drbd_resync_pause_point(peer) ||
+            !drbd_resync_wait(peer, peer->resync_chunks,
                               DRBD_RESYNC_WINDOW - 1)) {
             return;
         }

@@ -498,6 +498,12 @@ static void coroutine_fn drbd_verify_co(void *opaque)
         bool anchor;
 
         drbd_co_rehome(s);
+        /* Paused by the user (job-pause): wait, and follow the node */
+        while (drbd_job_paused(s, DRBD_JOB_VERIFY) && !peer->broken &&
+               !qatomic_read(&v->error)) {
+            drbd_co_sleep(s, &v->sleep, 100 * SCALE_MS);
+            drbd_co_rehome(s);
+        }
         qemu_mutex_lock(&s->lock);
         while (v->inflight >= DRBD_OV_WINDOW && !peer->broken &&
                !v->error) {
@@ -579,6 +585,9 @@ static void coroutine_fn drbd_verify_co(void *opaque)
     /* Gone from query-drbd when the event is seen; a new one may start */
     qemu_mutex_lock(&s->lock);
     s->conn.verify = NULL;
+    if (v->job) {
+        drbd_job_verify_done_locked(v->job, v->error);
+    }
     qemu_mutex_unlock(&s->lock);
     ranges = drbd_verify_ranges(v);
     qapi_event_send_drbd_verify_finished(bdrv_get_node_name(s->bs),
@@ -598,6 +607,7 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
 {
     DrbdPeer *peer;
     DrbdVerify *v;
+    DrbdJob *job;
 
     if (s->conn.verify_alg == DRBD_DIGEST_NONE) {
         error_setg(errp, "drbd node '%s' has no verify-alg: set one, the "
@@ -648,8 +658,14 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
         s->conn.verify = v;
         qemu_mutex_unlock(&s->lock);
         trace_drbd_verify_start(s->bs, start, length, resync);
+        /* Its job first: the verify writes its end into it */
+        job = drbd_job_verify_new(s, v);
+        v->job = job;
         drbd_peer_spawn(peer, drbd_verify_co, peer);
         drbd_peer_put(peer);
+        if (job) {
+            drbd_job_verify_start(job);
+        }
         return 0;
     }
     qemu_mutex_unlock(&s->lock);
