@@ -53,6 +53,7 @@ struct DrbdJob {
     DrbdVerify *verify;
     bool verify_done;
     char *verify_error;
+    QemuCoSleep verify_end;     /* a cancelled job waits here for it */
 };
 
 static const char *const drbd_job_prefix[DRBD_JOB__MAX] = {
@@ -164,9 +165,15 @@ static int coroutine_fn drbd_job_run(Job *job, Error **errp)
         }
         if (job_is_cancelled(job)) {
             drbd_job_stop_work(dj);
-            /* A verify writes its end into the job: wait for it */
-            while (dj->kind == DRBD_JOB_VERIFY && dj->s && !dj->verify_done) {
-                qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 10 * SCALE_MS);
+            /*
+             * A verify writes its end into the job: wait for it, woken
+             * then (job_sleep_ns() would not sleep: the job is cancelled)
+             */
+            while (dj->kind == DRBD_JOB_VERIFY && dj->s &&
+                   !qatomic_read(&dj->verify_done)) {
+                qemu_co_sleep_ns_wakeable(&dj->verify_end,
+                                          QEMU_CLOCK_REALTIME,
+                                          DRBD_JOB_POLL_NS);
             }
             break;
         }
@@ -296,9 +303,10 @@ void drbd_job_verify_start(DrbdJob *dj)
 
 void drbd_job_verify_done_locked(DrbdJob *dj, const char *error)
 {
-    dj->verify_done = true;
     dj->verify_error = g_strdup(error);
     dj->verify = NULL;
+    qatomic_set(&dj->verify_done, true);
+    qemu_co_sleep_wake(&dj->verify_end);
     /*
      * End the job now, not at its next look: a verify started after the
      * event finds the id free.  (The job reads verify_done under
@@ -315,7 +323,10 @@ void drbd_job_kick(BDRVDrbdState *s)
     peer = drbd_peer_get_locked(s);
     qemu_mutex_unlock(&s->lock);
     if (peer) {
-        /* A resync asleep while paused, or at its rate, looks again */
+        /*
+         * A resync asleep while paused, or at its rate, looks again (a
+         * paused verify looks every 100 ms)
+         */
         drbd_sleep_wake(s, &peer->resync_sleep, false);
         drbd_peer_put(peer);
     }
