@@ -41,7 +41,7 @@
 
 #include "drbd-int.h"
 
-#ifdef __x86_64__
+#ifdef HOST_X86_64
 #include <nmmintrin.h>
 
 /* CRC-32C with SSE4.2's crc32 instruction: QEMU's crc32c(), faster */
@@ -72,7 +72,7 @@ drbd_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
 uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov)
 {
     uint32_t crc = 0xffffffff;
-#ifdef __x86_64__
+#ifdef HOST_X86_64
     static int hw = -1;
 
     if (hw < 0) {
@@ -82,7 +82,7 @@ uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov)
 
     /* crc32c() inverts what it returns; the instruction does not */
     for (; niov; niov--, iov++) {
-#ifdef __x86_64__
+#ifdef HOST_X86_64
         if (hw) {
             crc = drbd_crc32c_sse42(crc, iov->iov_base, iov->iov_len);
             continue;
