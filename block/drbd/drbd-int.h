@@ -433,6 +433,9 @@ int coroutine_fn drbd_co_io_begin(BDRVDrbdState *s);
 void drbd_io_end(BDRVDrbdState *s);
 int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
                                     int64_t bytes, void *buf);
+void coroutine_fn drbd_co_hold_range(BDRVDrbdState *s, BlockReq *req,
+                                     int64_t offset, int64_t bytes);
+void coroutine_fn drbd_co_release_range(BDRVDrbdState *s, BlockReq *req);
 void drbd_drain_begin_gate(BDRVDrbdState *s);
 void drbd_drain_end_gate(BDRVDrbdState *s);
 void drbd_gate_close(BDRVDrbdState *s);

@@ -82,6 +82,28 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
     return ret;
 }
 
+/*
+ * Hold [@offset, @offset + @bytes) in the node's active requests: wait
+ * until no guest write to it is in flight, and keep new ones waiting
+ * until drbd_co_release_range().  What the caller reads meanwhile is what
+ * the peer has, or gets, in the stream of writes at that point.
+ */
+void coroutine_fn drbd_co_hold_range(BDRVDrbdState *s, BlockReq *req,
+                                     int64_t offset, int64_t bytes)
+{
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_wait_all(&s->active_reqs, offset, bytes, &s->reqs_lock);
+    reqlist_init_req(&s->active_reqs, req, offset, bytes);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+}
+
+void coroutine_fn drbd_co_release_range(BDRVDrbdState *s, BlockReq *req)
+{
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_remove_req(req);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+}
+
 void drbd_drain_begin_gate(BDRVDrbdState *s)
 {
     qatomic_inc(&s->drained);

@@ -99,16 +99,11 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     BlockReq req;
     int ret;
 
-    qemu_co_mutex_lock(&s->reqs_lock);
-    reqlist_wait_all(&s->active_reqs, offset, bytes, &s->reqs_lock);
-    reqlist_init_req(&s->active_reqs, &req, offset, bytes);
-    qemu_co_mutex_unlock(&s->reqs_lock);
+    drbd_co_hold_range(s, &req, offset, bytes);
 
     ret = drbd_co_read_local(s, offset, bytes, buf);
     if (ret == -ECANCELED) {
-        qemu_co_mutex_lock(&s->reqs_lock);
-        reqlist_remove_req(&req);
-        qemu_co_mutex_unlock(&s->reqs_lock);
+        drbd_co_release_range(s, &req);
         return ret;
     }
     if (ret == 0 && buffer_is_zero(buf, bytes)) {
@@ -146,9 +141,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         qemu_mutex_unlock(&s->lock);
     }
 
-    qemu_co_mutex_lock(&s->reqs_lock);
-    reqlist_remove_req(&req);
-    qemu_co_mutex_unlock(&s->reqs_lock);
+    drbd_co_release_range(s, &req);
     trace_drbd_resync_chunk(s->bs, offset, bytes, ret);
     return ret;
 }
@@ -179,10 +172,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
     BlockReq req;
     int ret;
 
-    qemu_co_mutex_lock(&s->reqs_lock);
-    reqlist_wait_all(&s->active_reqs, offset, bytes, &s->reqs_lock);
-    reqlist_init_req(&s->active_reqs, &req, offset, bytes);
-    qemu_co_mutex_unlock(&s->reqs_lock);
+    drbd_co_hold_range(s, &req, offset, bytes);
 
     ret = drbd_co_read_local(s, offset, bytes, buf);
     if (ret == 0) {
@@ -208,9 +198,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
         ret = drbd_send_data_channel(peer, pkt);
     }
 
-    qemu_co_mutex_lock(&s->reqs_lock);
-    reqlist_remove_req(&req);
-    qemu_co_mutex_unlock(&s->reqs_lock);
+    drbd_co_release_range(s, &req);
     trace_drbd_resync_csum(s->bs, offset, bytes, ret);
     return ret;
 }

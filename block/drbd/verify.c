@@ -238,11 +238,7 @@ static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
     BlockReq req;
     int ret;
 
-    qemu_co_mutex_lock(&s->reqs_lock);
-    reqlist_wait_all(&s->active_reqs, out->offset, out->bytes,
-                     &s->reqs_lock);
-    reqlist_init_req(&s->active_reqs, &req, out->offset, out->bytes);
-    qemu_co_mutex_unlock(&s->reqs_lock);
+    drbd_co_hold_range(s, &req, out->offset, out->bytes);
 
     ret = drbd_verify_read(s, out->offset, out->bytes, digests, errp);
     if (ret == 0) {
@@ -262,9 +258,7 @@ static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
         }
     }
 
-    qemu_co_mutex_lock(&s->reqs_lock);
-    reqlist_remove_req(&req);
-    qemu_co_mutex_unlock(&s->reqs_lock);
+    drbd_co_release_range(s, &req);
     return ret;
 }
 
