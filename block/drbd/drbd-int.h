@@ -460,6 +460,12 @@ const char *drbd_name(BDRVDrbdState *s);
 
 /* meta.c */
 void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
+/*
+ * Clear the 4 KiB blocks of [@offset, @offset + @bytes) (at most
+ * DRBD_OV_MAX_BLOCKS) whose bit in @differ is clear; returns their bytes
+ */
+uint64_t drbd_oos_reset_equal_locked(BDRVDrbdState *s, uint64_t offset,
+                                     uint32_t bytes, uint64_t differ);
 void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
                            uint64_t bytes);
 int coroutine_fn GRAPH_RDLOCK

@@ -85,6 +85,24 @@ void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
     }
 }
 
+uint64_t drbd_oos_reset_equal_locked(BDRVDrbdState *s, uint64_t offset,
+                                     uint32_t bytes, uint64_t differ)
+{
+    uint64_t equal = 0;
+    uint32_t i;
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        uint64_t off = offset + (uint64_t)i * DRBD_OV_BLOCK;
+        uint64_t len = MIN(DRBD_OV_BLOCK, offset + bytes - off);
+
+        if (!(differ & (1ULL << i))) {
+            drbd_oos_reset_locked(s, off, len);
+            equal += len;
+        }
+    }
+    return equal;
+}
+
 /* The on-disk form of bitmap block @i, under s->lock */
 static void drbd_bm_block_serialize_locked(BDRVDrbdState *s, uint64_t i,
                                            uint8_t *buf)

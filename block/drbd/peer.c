@@ -449,7 +449,6 @@ static void coroutine_fn drbd_csum_read_co(void *opaque)
                     (1ULL << drbd_ov_blocks(cr->p.bytes)) - 1,
     };
     Error *err = NULL;
-    uint32_t i;
 
     if (drbd_co_read_local(s, cr->p.offset, cr->p.bytes, buf) == 0) {
         if (drbd_block_digests(s->conn.csums_alg, buf, cr->p.bytes, mine,
@@ -462,15 +461,8 @@ static void coroutine_fn drbd_csum_read_co(void *opaque)
     }
 
     qemu_mutex_lock(&s->lock);
-    for (i = 0; i < drbd_ov_blocks(cr->p.bytes); i++) {
-        uint64_t off = cr->p.offset + (uint64_t)i * DRBD_OV_BLOCK;
-        uint64_t len = MIN(DRBD_OV_BLOCK, cr->p.offset + cr->p.bytes - off);
-
-        if (!(r.mismatch & (1ULL << i))) {
-            drbd_oos_reset_locked(s, off, len);
-            s->conn.same_csum += len;
-        }
-    }
+    s->conn.same_csum += drbd_oos_reset_equal_locked(s, cr->p.offset,
+                                                     cr->p.bytes, r.mismatch);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_csum(s->bs, cr->p.offset, cr->p.bytes, r.mismatch);
 

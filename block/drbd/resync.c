@@ -420,7 +420,7 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     DrbdGate gate = { .csum_chunks = peer->csum_chunks };
     bool finished = false;
     Coroutine *waiter;
-    uint32_t i;
+    uint64_t equal;
 
     qemu_mutex_lock(&s->lock);
     if (drbd_gate_csum_reply(&gate, p, errp) < 0) {
@@ -429,16 +429,10 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     }
     g_hash_table_remove(peer->csum_chunks, &p->offset);
     s->conn.pe--;
-    for (i = 0; i < drbd_ov_blocks(p->bytes); i++) {
-        uint64_t off = p->offset + (uint64_t)i * DRBD_OV_BLOCK;
-        uint64_t len = MIN(DRBD_OV_BLOCK, p->offset + p->bytes - off);
-
-        if (!(p->mismatch & (1ULL << i))) {
-            drbd_oos_reset_locked(s, off, len);
-            s->conn.resync_done += len;
-            s->conn.same_csum += len;
-        }
-    }
+    equal = drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
+                                        p->mismatch);
+    s->conn.resync_done += equal;
+    s->conn.same_csum += equal;
     finished = hbitmap_count(s->oos) == 0 &&
                s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     waiter = peer->resync_waiter;
