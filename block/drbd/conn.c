@@ -397,6 +397,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         peer->sync_target = true;
         s->conn.resync_total = hbitmap_count(s->oos);
         s->conn.resync_done = 0;
+        drbd_resync_marks_start_locked(s);
     }
     qemu_mutex_unlock(&s->lock);
 

@@ -25,6 +25,7 @@
 #include "al-cache.h"
 #include "md-format.h"
 #include "order.h"
+#include "pace.h"
 #include "req.h"
 #include "rle.h"
 #include "uuid.h"
@@ -196,6 +197,7 @@ typedef struct DrbdVerify {
     bool resync;                /* resync what it finds at the end */
     DrbdRole role, peer_role;   /* at the start: a change stops it */
     char *error;                /* why it stopped, if it did */
+    DrbdPaceMarks marks;        /* @done over time, for its speed */
     DrbdJob *job;               /* its job, if the node has one (job.c) */
     DrbdSleep sleep;            /* its coroutine's, while paused */
 } DrbdVerify;
@@ -225,6 +227,8 @@ typedef struct DrbdConnection {
     uint32_t max_epoch_size;
     uint32_t max_buffers;           /* 4 KiB pages a receiver may hold */
     uint64_t resync_rate;
+    DrbdPaceParams pace;        /* the c-* options (pace.h) */
+    char *resync_after;         /* the node name, if any */
     DrbdHandshakeConfig sb_cfg; /* after-sb options */
     /* Security (secure.c) */
     QCryptoTLSCreds *tls_creds;     /* TLS on both channels, if set */
@@ -269,6 +273,13 @@ typedef struct DrbdConnection {
     uint64_t resync_total;
     uint64_t resync_done;
     RateLimit resync_limit;
+    DrbdPaceMarks resync_marks; /* done over time, for the speed */
+    /*
+     * Bytes of resync chunks and checksums sent and not answered, and
+     * answered since the controller's last step (pace.h)
+     */
+    uint64_t rs_in_flight, rs_answered;
+    const char *resync_paused_after;    /* resync-after holds it */
 
     /* The online verify this node runs with this peer (verify.c) */
     DrbdVerify *verify;
@@ -299,6 +310,7 @@ typedef struct DrbdConnection {
 
 struct BDRVDrbdState {
     BlockDriverState *bs;
+    QLIST_ENTRY(BDRVDrbdState) next;    /* the process's (state.c) */
 
     /* Options, fixed at open */
     BlockdevOptionsDrbd *opts;  /* as given, for reopen to compare */
@@ -359,6 +371,8 @@ struct BDRVDrbdState {
 
     /* Counters for query-drbd, in bytes (info drbd shows KiB) */
     uint64_t dw, dr;
+    /* Bytes the guest read and wrote, for c-min-rate */
+    uint64_t app_bytes;
     uint32_t lo, ap;
     /* ... and in transactions and blocks written */
     uint64_t al_writes, bm_writes;
@@ -425,7 +439,8 @@ struct BDRVDrbdState {
  *   meta.c                   metadata on disk: superblock, bitmap, AL
  *   state.c                  roles, connection and disk states, UUIDs
  *   home.c                   the drain gate, context moves, sleeps
- *   wire.c, rle.c, uuid.c, md-format.c, al-cache.c, req.c   pure logic
+ *   wire.c, rle.c, uuid.c, md-format.c, al-cache.c, req.c, order.c,
+ *   pace.c                   pure logic
  */
 
 /* home.c */
@@ -457,6 +472,12 @@ void drbd_resync_finished_uuids(DrbdPeer *peer);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
 const char *drbd_name(BDRVDrbdState *s);
+uint64_t drbd_resync_done_locked(BDRVDrbdState *s);
+void drbd_resync_marks_start_locked(BDRVDrbdState *s);
+void drbd_nodes_add(BDRVDrbdState *s);
+void drbd_nodes_remove(BDRVDrbdState *s);
+bool drbd_resync_after_check(BDRVDrbdState *s, Error **errp);
+const char *drbd_resync_after_busy(BDRVDrbdState *s);
 
 /* meta.c */
 void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);

@@ -43,16 +43,18 @@
 #define DRBD_DEFAULT_MAX_BUFFERS            2048
 #define DRBD_MIN_MAX_BUFFERS                32
 #define DRBD_MAX_MAX_BUFFERS                131072
+#define DRBD_DEFAULT_C_DELAY_TARGET_MS      1000
+#define DRBD_DEFAULT_C_MIN_RATE             256000
 
 /* The options of BlockdevOptionsDrbd, as they appear flattened */
 static const char *const drbd_option_names[] = {
     "resource", "node-id", "peer-node-id", "role", "protocol",
     "connect-interval", "ping-interval", "ping-timeout", "max-epoch-size",
-    "max-buffers",
-    "resync-rate", "wfc-timeout", "meta-disk", "after-sb-0pri",
-    "after-sb-1pri", "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds",
-    "tls-authz", "tls-hostname", "data-integrity-alg", "csums-alg",
-    "verify-alg",
+    "max-buffers", "resync-rate", "resync-after", "c-plan-ahead",
+    "c-fill-target", "c-delay-target", "c-max-rate", "c-min-rate",
+    "wfc-timeout", "meta-disk", "after-sb-0pri", "after-sb-1pri",
+    "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds", "tls-authz",
+    "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
 
@@ -205,6 +207,35 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
     s->conn.resync_rate = o->has_resync_rate ? o->resync_rate : 0;
+    s->conn.pace = (DrbdPaceParams) {
+        .plan_ahead_ns = (uint64_t)(o->has_c_plan_ahead ? o->c_plan_ahead :
+                                    0) * SCALE_MS,
+        .fill_target = o->has_c_fill_target ? o->c_fill_target : 0,
+        .delay_target_ns = (uint64_t)(o->has_c_delay_target ?
+                                      o->c_delay_target :
+                                      DRBD_DEFAULT_C_DELAY_TARGET_MS) *
+                           SCALE_MS,
+        .max_rate = o->has_c_max_rate ? o->c_max_rate : 0,
+        .min_rate = o->has_c_min_rate ? o->c_min_rate :
+                    DRBD_DEFAULT_C_MIN_RATE,
+    };
+    if (!drbd_pace_params_check(&s->conn.pace, errp)) {
+        return -EINVAL;
+    }
+    if (o->resync_after) {
+        BlockDriverState *other = bdrv_find_node(o->resync_after);
+
+        if (other && !drbd_is_drbd_node(other)) {
+            error_setg(errp, "resync-after names block node '%s', which is "
+                       "not a drbd node (driver %s)", o->resync_after,
+                       bdrv_get_format_name(other));
+            return -EINVAL;
+        }
+        s->conn.resync_after = g_strdup(o->resync_after);
+        if (!drbd_resync_after_check(s, errp)) {
+            return -EINVAL;
+        }
+    }
 
     if (drbd_apply_after_sb(0, o->has_after_sb_0pri, o->after_sb_0pri,
                             &s->conn.sb_cfg.after_sb_0pri, errp) < 0 ||
@@ -235,6 +266,10 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
 
 static void drbd_free_state(BDRVDrbdState *s)
 {
+    if (QLIST_IS_INSERTED(s, next)) {
+        drbd_nodes_remove(s);
+    }
+    g_free(s->conn.resync_after);
     drbd_md_free(s);
     drbd_secure_close(s);
     g_clear_pointer(&s->oos, hbitmap_free);
@@ -462,6 +497,8 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     s->conn.cstate = DRBD_CONN_STATE_STANDALONE;
 
     s->ctx = bdrv_get_aio_context(bs);
+    /* For resync-after, its own and the others' */
+    drbd_nodes_add(s);
 
     trace_drbd_open(bs, bs->file->bs->filename, DrbdRole_str(s->role),
                     s->conn.protocol);
@@ -698,6 +735,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (cmd == DRBD_CMD_DATA && ret == 0) {
         s->dw += bytes;
     }
+    s->app_bytes += ret == 0 ? bytes : 0;
     drbd_req_event_locked(s, req, ret < 0 ? DRBD_EV_LOCAL_ERROR :
                                             DRBD_EV_LOCAL_OK);
     while (!(req->state & DRBD_RQ_COMPLETED)) {
@@ -746,6 +784,7 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
     if (ret == 0) {
         qemu_mutex_lock(&s->lock);
         s->dr += bytes;
+        s->app_bytes += bytes;
         qemu_mutex_unlock(&s->lock);
     }
     return ret;
@@ -1139,6 +1178,11 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(max_epoch_size, DRBD_DEFAULT_MAX_EPOCH_SIZE);
     DRBD_DEFAULT(max_buffers, DRBD_DEFAULT_MAX_BUFFERS);
     DRBD_DEFAULT(resync_rate, 0);
+    DRBD_DEFAULT(c_plan_ahead, 0);
+    DRBD_DEFAULT(c_fill_target, 0);
+    DRBD_DEFAULT(c_delay_target, DRBD_DEFAULT_C_DELAY_TARGET_MS);
+    DRBD_DEFAULT(c_max_rate, 0);
+    DRBD_DEFAULT(c_min_rate, DRBD_DEFAULT_C_MIN_RATE);
     DRBD_DEFAULT(wfc_timeout, 0);
     DRBD_DEFAULT(meta_disk, s->meta ? DRBD_META_DISK_EXTERNAL :
                  DRBD_META_DISK_INTERNAL);

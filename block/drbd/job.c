@@ -92,10 +92,11 @@ static bool drbd_job_poll(DrbdJob *dj, Error **errp)
 
         if (cs == DRBD_CONN_STATE_SYNC_SOURCE ||
             cs == DRBD_CONN_STATE_SYNC_TARGET) {
-            uint64_t done = cs == DRBD_CONN_STATE_SYNC_SOURCE ?
-                s->conn.resync_done :
-                s->conn.resync_total - MIN(s->conn.resync_total,
-                                           hbitmap_count(s->oos));
+            uint64_t done = drbd_resync_done_locked(s);
+
+            drbd_pace_marks_note(&s->conn.resync_marks,
+                                 qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
+                                 done);
 
             /* A resync after a reconnect starts again from its total */
             if (done < dj->reported) {

@@ -410,6 +410,7 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
         peer->sync_target = true;
         s->conn.resync_total = 0;
         s->conn.resync_done = 0;
+        drbd_resync_marks_start_locked(s);
     }
     drbd_oos_set_locked(s, range->offset, range->bytes);
     s->conn.resync_total = hbitmap_count(s->oos);

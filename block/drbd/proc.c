@@ -84,13 +84,52 @@ static void drbd_proc_bar(GString *out, const char *what, uint64_t total,
                            total);
 }
 
+/* @n with a comma between groups of three digits, as DRBD prints rates */
+static void drbd_proc_grouped(GString *out, uint64_t n)
+{
+    g_autofree char *digits = g_strdup_printf("%" PRIu64, n);
+    size_t len = strlen(digits);
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0) {
+            g_string_append_c(out, ',');
+        }
+        g_string_append_c(out, digits[i]);
+    }
+}
+
+/*
+ * The line under a bar: the time left at the current speed, the current
+ * and the average speed, and the limit (@want, 0 for none), in KiB/s
+ */
+static void drbd_proc_speed(GString *out, uint64_t speed, uint64_t average,
+                            bool has_finish, uint64_t finish, uint64_t want)
+{
+    if (has_finish) {
+        g_string_append_printf(out, "\tfinish: %" PRIu64 ":%02u:%02u",
+                               finish / 3600, (unsigned)(finish % 3600 / 60),
+                               (unsigned)(finish % 60));
+    } else {
+        g_string_append(out, "\tfinish: -:--:--");
+    }
+    g_string_append(out, " speed: ");
+    drbd_proc_grouped(out, speed / KiB);
+    g_string_append(out, " (");
+    drbd_proc_grouped(out, average / KiB);
+    g_string_append_c(out, ')');
+    if (want) {
+        g_string_append(out, " want: ");
+        drbd_proc_grouped(out, want / KiB);
+    }
+    g_string_append_printf(out, " K/sec%s\n", has_finish ? "" : " (stalled)");
+}
+
 static void drbd_proc_resync(GString *out, const DrbdResyncInfo *r)
 {
     drbd_proc_bar(out, "sync'ed", r->total, r->done);
-    if (r->rate) {
-        g_string_append_printf(out, "\twant: %" PRIu64 " K/sec\n",
-                               r->rate / KiB);
-    }
+    drbd_proc_speed(out, r->speed, r->average_speed, r->has_finish,
+                    r->finish, r->rate);
 }
 
 void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
@@ -100,13 +139,16 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
 
     g_string_append_printf(out, "%s: resource %s, node-id %u\n",
                            info->node_name, info->resource, info->node_id);
-    g_string_append_printf(out, "%2u: cs:%s ro:%s/%s ds:%s/%s %c r-----\n",
+    g_string_append_printf(out, "%2u: cs:%s ro:%s/%s ds:%s/%s %c r%c-%c--\n",
                            minor, drbd_proc_cstate_name(info->connection),
                            drbd_proc_role_name(info->role),
                            drbd_proc_role_name(info->peer_role),
                            drbd_proc_disk_name(info->disk),
                            drbd_proc_disk_name(info->peer_disk),
-                           'A' + info->protocol);
+                           'A' + info->protocol,
+                           info->resync && info->resync->paused_after ?
+                           'a' : '-',
+                           info->resync && info->resync->paused ? 'u' : '-');
     g_string_append_printf(out, "    ns:%" PRIu64 " nr:%" PRIu64
                            " dw:%" PRIu64 " dr:%" PRIu64
                            " al:%" PRIu64 " bm:%" PRIu64
@@ -119,8 +161,11 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
         drbd_proc_resync(out, info->resync);
     }
     if (info->verify) {
-        drbd_proc_bar(out, "verified", info->verify->length,
-                      info->verify->done);
+        const DrbdVerifyInfo *v = info->verify;
+
+        drbd_proc_bar(out, "verified", v->length, v->done);
+        drbd_proc_speed(out, v->speed, v->average_speed, v->has_finish,
+                        v->finish, 0);
     }
     g_string_append_printf(out, "    uuids: %s:%s", info->uuids->current,
                            info->uuids->bitmap);

@@ -11,16 +11,20 @@
  *    0: cs:SyncSource ro:Primary/Secondary ds:UpToDate/Inconsistent C r-----
  *       ns:5184 nr:0 dw:5184 dr:0 al:2 bm:0 lo:0 pe:2 ... wo:f oos:3072
  *   <tab>[=====>..............] sync'ed: 33.3% (3072/4608)K
- *   <tab>want: 10240 K/sec
+ *   <tab>finish: 0:00:12 speed: 61,440 (58,112) want: 102,400 K/sec
  *       uuids: 8E33C2A0A4F1B7D1:0000000000000000:5A45524F45440000:...
  *
  * The first line is ours: the node name, resource and node id.  The next
  * two are /proc/drbd's, field for field.  The number in front is the
- * node's position in the list (/proc/drbd's device minor); the flags are
- * always "r-----" (I/O is never suspended, and none of DRBD's reasons to
- * pause a resync exists here); "wo:f": the write order is kept with
- * flushes.  During a resync come DRBD's progress bar and, with a
- * resync-rate, the limit ("want").  The UUIDs and "last error:" are ours.
+ * node's position in the list (/proc/drbd's device minor); of the flags,
+ * "r" says I/O is never suspended, the second is "a" while the resync
+ * waits for its resync-after node, the fourth "u" while the user pauses
+ * the resync's job; "wo:f": the write order is kept with flushes.
+ * During a resync or a verify come DRBD's progress bar and the time left
+ * at the current speed, the current speed (over the last 8 s or so), the
+ * average since the start and, with a resync-rate, the limit ("want"),
+ * with "(stalled)" while nothing moves.  The UUIDs and "last error:" are
+ * ours.
  * docs/system/drbd.rst shows the same to users.
  *
  * Copyright (c) 2026 The qemu-drbd authors

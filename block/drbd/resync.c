@@ -5,7 +5,8 @@
  * out-of-sync bitmap marks: first the ranges (OUT_OF_SYNC), so that the
  * peer knows what it lacks, then the data (RS_DATA, or RS_ZEROES for a
  * chunk that reads as zeroes), chunk by chunk at no more than
- * resync-rate, then RS_DONE.  A bit is cleared only when the
+ * resync-rate, or at the pace of the dynamic controller (c-plan-ahead,
+ * pace.h), then RS_DONE.  A bit is cleared only when the
  * peer's WRITE_ACK says the data is on its disk, so a connection lost in
  * the middle leaves the rest marked for the next resync.
  *
@@ -21,6 +22,8 @@
  * its bits of the equal ones and answers which differ (RS_CSUM_REPLY),
  * and we clear ours of the equal ones.  The second pass, the one above,
  * then sends the data of what is left.
+ *
+ * With resync-after, no chunk goes out while the other node resyncs.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -126,6 +129,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
                                                            sizeof(p.offset)),
                             GUINT_TO_POINTER(p.bytes));
         s->conn.pe++;
+        s->conn.rs_in_flight += p.bytes;
         qemu_mutex_unlock(&s->lock);
 
         drbd_wire_put_data(pkt, cmd, &p);
@@ -193,6 +197,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
                             g_memdup2(&p.offset, sizeof(p.offset)),
                             GUINT_TO_POINTER(p.bytes));
         s->conn.pe++;
+        s->conn.rs_in_flight += p.bytes;
         qemu_mutex_unlock(&s->lock);
         drbd_wire_put_ov(pkt, DRBD_CMD_RS_CSUM, &p);
         ret = drbd_send_data_channel(peer, pkt);
@@ -203,19 +208,111 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
     return ret;
 }
 
+/* How the resync paces itself: by resync-rate, or by the controller */
+typedef struct DrbdResyncPacer {
+    bool dynamic;               /* c-plan-ahead is set */
+    DrbdPace ctl;
+    int64_t step_end;           /* when the controller steps next, ns */
+    int64_t budget;             /* bytes the step may still send */
+} DrbdResyncPacer;
+
+static void drbd_resync_pacer_init(BDRVDrbdState *s, DrbdResyncPacer *pc)
+{
+    DrbdPaceParams p = s->conn.pace;
+
+    /* The start: resync-rate, or c-max-rate, or what the window allows */
+    p.start_rate = s->conn.resync_rate ?: p.max_rate ?: UINT64_MAX;
+    *pc = (DrbdResyncPacer) { .dynamic = p.plan_ahead_ns != 0 };
+    drbd_pace_init(&pc->ctl, &p);
+}
+
 /*
- * While the user pauses the resync's job: wait, and follow the node.
- * Returns false if the connection broke meanwhile.
+ * Whether the controller lets the next chunk go now; if not, how many
+ * nanoseconds until it may say yes (a new step)
  */
-static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer)
+static bool drbd_resync_paced(BDRVDrbdState *s, DrbdResyncPacer *pc,
+                              int64_t *wait_ns)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    bool throttle;
+
+    qemu_mutex_lock(&s->lock);
+    if (now >= pc->step_end) {
+        /* drbd-set-resync-rate caps a running controller */
+        pc->ctl.p.max_rate = s->conn.pace.max_rate;
+        /* A chunk that went beyond the last step's share counts here */
+        pc->budget = MIN(pc->budget, 0) +
+                     drbd_pace_step(&pc->ctl, s->conn.rs_answered,
+                                    s->conn.rs_in_flight);
+        s->conn.rs_answered = 0;
+        pc->step_end = now + DRBD_PACE_STEP_NS;
+        trace_drbd_resync_step(s->bs, pc->budget, s->conn.rs_in_flight);
+    }
+    throttle = pc->budget > 0 && drbd_pace_throttle(&pc->ctl, s->app_bytes);
+    qemu_mutex_unlock(&s->lock);
+    if (throttle) {
+        /* The guest's I/O goes first for the rest of the step */
+        trace_drbd_resync_throttle(s->bs, drbd_pace_recent_rate(&pc->ctl));
+        pc->budget = 0;
+    }
+    *wait_ns = pc->step_end - now;
+    return pc->budget > 0;
+}
+
+/*
+ * Before each chunk: wait while the user pauses the resync's job, while
+ * the resync-after node resyncs, and, with the controller, while it holds
+ * the resync back.  Follows the node.  Returns false if the connection
+ * broke meanwhile.
+ */
+static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer,
+                                                 DrbdResyncPacer *pc)
 {
     BDRVDrbdState *s = peer->s;
 
-    while (drbd_job_paused(s, DRBD_JOB_RESYNC) && !peer->broken) {
-        drbd_co_sleep(s, &peer->resync_sleep, 100 * SCALE_MS);
+    while (!peer->broken) {
+        const char *after = drbd_resync_after_busy(s);
+        int64_t wait_ns = 0;
+
+        qemu_mutex_lock(&s->lock);
+        if (after && after != s->conn.resync_paused_after) {
+            trace_drbd_resync_after(s->bs, after ?: "");
+        }
+        s->conn.resync_paused_after = after;
+        qemu_mutex_unlock(&s->lock);
+
+        if (drbd_job_paused(s, DRBD_JOB_RESYNC) || after) {
+            wait_ns = 100 * SCALE_MS;
+        } else if (!pc->dynamic || drbd_resync_paced(s, pc, &wait_ns)) {
+            break;
+        }
+        drbd_co_sleep(s, &peer->resync_sleep, wait_ns);
         drbd_co_rehome(s);
     }
     return !peer->broken;
+}
+
+/* A chunk of @bytes went out: resync-rate may hold the next one back */
+static void coroutine_fn drbd_resync_sent_chunk(DrbdPeer *peer,
+                                                DrbdResyncPacer *pc,
+                                                uint64_t bytes)
+{
+    BDRVDrbdState *s = peer->s;
+    uint64_t delay;
+
+    if (pc->dynamic) {
+        pc->budget -= bytes;
+        return;
+    }
+    /* No limit (a rate of 0) makes no delay */
+    delay = ratelimit_calculate_delay(&s->conn.resync_limit, bytes);
+    if (delay) {
+        /*
+         * Woken early by a move or a new rate: the rate catches up next
+         * time
+         */
+        drbd_co_sleep(s, &peer->resync_sleep, delay);
+    }
 }
 
 /*
@@ -244,18 +341,18 @@ static bool coroutine_fn drbd_resync_wait(DrbdPeer *peer,
  * The first pass of a resync with csums-alg: the digests of every chunk
  * marked now.  Returns false if the connection broke.
  */
-static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer)
+static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
+                                           DrbdResyncPacer *pc)
 {
     BDRVDrbdState *s = peer->s;
     int64_t offset = 0;
 
     while (!peer->broken) {
         int64_t start, count;
-        uint64_t delay;
         bool found;
 
         drbd_co_rehome(s);
-        if (!drbd_resync_pause_point(peer) ||
+        if (!drbd_resync_pause_point(peer, pc) ||
             !drbd_resync_wait(peer, peer->csum_chunks,
                               DRBD_CSUM_WINDOW - 1)) {
             return false;
@@ -271,11 +368,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer)
             return false;
         }
         offset = start + count;
-        /* No limit (a rate of 0) makes no delay */
-        delay = ratelimit_calculate_delay(&s->conn.resync_limit, count);
-        if (delay) {
-            drbd_co_sleep(s, &peer->resync_sleep, delay);
-        }
+        drbd_resync_sent_chunk(peer, pc, count);
     }
     /* Every answer, so that the second pass sends only what differs */
     return drbd_resync_wait(peer, peer->csum_chunks, 0);
@@ -285,13 +378,18 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
 {
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) done = g_byte_array_new();
+    DrbdResyncPacer pc;
     int64_t offset = 0;
 
     qemu_mutex_lock(&s->lock);
     s->conn.resync_total = hbitmap_count(s->oos);
     s->conn.resync_done = 0;
+    s->conn.rs_in_flight = 0;
+    s->conn.rs_answered = 0;
+    drbd_resync_marks_start_locked(s);
     ratelimit_set_speed(&s->conn.resync_limit, s->conn.resync_rate,
                         100 * SCALE_MS);
+    drbd_resync_pacer_init(s, &pc);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_resync_start(s->bs, s->conn.resync_total);
     drbd_job_resync_started(s);
@@ -299,17 +397,17 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
     if (drbd_resync_announce(peer) < 0) {
         return;
     }
-    if (s->conn.csums_alg != DRBD_DIGEST_NONE && !drbd_resync_csums(peer)) {
+    if (s->conn.csums_alg != DRBD_DIGEST_NONE &&
+        !drbd_resync_csums(peer, &pc)) {
         return;
     }
 
     while (!peer->broken) {
         int64_t start, count;
-        uint64_t delay;
         bool found;
 
         drbd_co_rehome(s);
-        if (!drbd_resync_pause_point(peer) ||
+        if (!drbd_resync_pause_point(peer, &pc) ||
             !drbd_resync_wait(peer, peer->resync_chunks,
                               DRBD_RESYNC_WINDOW - 1)) {
             return;
@@ -331,15 +429,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
             return;
         }
         offset = start + count;
-
-        delay = ratelimit_calculate_delay(&s->conn.resync_limit, count);
-        if (delay) {
-            /*
-             * Woken early by a move or a new rate: the rate catches up
-             * next time
-             */
-            drbd_co_sleep(s, &peer->resync_sleep, delay);
-        }
+        drbd_resync_sent_chunk(peer, &pc, count);
     }
     if (peer->broken) {
         return;
@@ -387,11 +477,16 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     }
     g_hash_table_remove(peer->resync_chunks, &offset);
     s->conn.pe--;
+    s->conn.rs_in_flight -= MIN(s->conn.rs_in_flight, ack->bytes);
+    s->conn.rs_answered += ack->bytes;
     waiter = peer->resync_waiter;
     peer->resync_waiter = NULL;
     if (cmd == DRBD_CMD_WRITE_ACK) {
         drbd_oos_reset_locked(s, ack->offset, ack->bytes);
         s->conn.resync_done += ack->bytes;
+        drbd_pace_marks_note(&s->conn.resync_marks,
+                             qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
+                             s->conn.resync_done);
         finished = hbitmap_count(s->oos) == 0 &&
                    s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     }
@@ -429,6 +524,8 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     }
     g_hash_table_remove(peer->csum_chunks, &p->offset);
     s->conn.pe--;
+    s->conn.rs_in_flight -= MIN(s->conn.rs_in_flight, p->bytes);
+    s->conn.rs_answered += p->bytes;
     equal = drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
                                         p->mismatch);
     s->conn.resync_done += equal;
@@ -454,6 +551,9 @@ void drbd_resync_set_rate(BDRVDrbdState *s, uint64_t rate)
 
     qemu_mutex_lock(&s->lock);
     s->conn.resync_rate = rate;
+    if (s->conn.pace.plan_ahead_ns) {
+        s->conn.pace.max_rate = rate;
+    }
     peer = drbd_peer_get_locked(s);
     qemu_mutex_unlock(&s->lock);
     ratelimit_set_speed(&s->conn.resync_limit, rate, 100 * SCALE_MS);

@@ -17,6 +17,7 @@
 #include "qapi/qapi-events-drbd.h"
 #include "qemu/error-report.h"
 #include "qemu/guest-random.h"
+#include "qemu/timer.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -79,6 +80,7 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
 {
     DrbdCounters *c = g_new0(DrbdCounters, 1);
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
     qemu_mutex_lock(&s->lock);
     info->node_name = g_strdup(bdrv_get_node_name(s->bs));
@@ -109,22 +111,40 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
 
     if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
         s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET) {
-        info->resync = g_new0(DrbdResyncInfo, 1);
-        info->resync->total = s->conn.resync_total;
-        info->resync->done = s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ?
-            s->conn.resync_done :
-            s->conn.resync_total - MIN(s->conn.resync_total,
-                                       hbitmap_count(s->oos));
-        info->resync->rate = s->conn.resync_rate;
+        DrbdResyncInfo *r = g_new0(DrbdResyncInfo, 1);
+        DrbdPaceSpeed sp;
+
+        r->total = s->conn.resync_total;
+        r->done = drbd_resync_done_locked(s);
+        r->rate = s->conn.resync_rate;
+        drbd_pace_marks_note(&s->conn.resync_marks, now, r->done);
+        sp = drbd_pace_marks_speed(&s->conn.resync_marks, now, r->done,
+                                   r->total);
+        r->speed = sp.speed;
+        r->average_speed = sp.average;
+        r->has_finish = sp.finish >= 0;
+        r->finish = MAX(sp.finish, 0);
+        r->paused_after = g_strdup(s->conn.resync_paused_after);
+        r->paused = s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE &&
+                    s->conn.job_paused[DRBD_JOB_RESYNC];
+        info->resync = r;
     }
     if (s->conn.verify) {
         DrbdVerify *v = s->conn.verify;
+        DrbdVerifyInfo *vi = g_new0(DrbdVerifyInfo, 1);
+        DrbdPaceSpeed sp;
 
-        info->verify = g_new0(DrbdVerifyInfo, 1);
-        info->verify->start = v->start;
-        info->verify->length = v->end - v->start;
-        info->verify->done = v->done;
-        info->verify->out_of_sync = v->out_of_sync;
+        vi->start = v->start;
+        vi->length = v->end - v->start;
+        vi->done = v->done;
+        vi->out_of_sync = v->out_of_sync;
+        drbd_pace_marks_note(&v->marks, now, v->done);
+        sp = drbd_pace_marks_speed(&v->marks, now, v->done, vi->length);
+        vi->speed = sp.speed;
+        vi->average_speed = sp.average;
+        vi->has_finish = sp.finish >= 0;
+        vi->finish = MAX(sp.finish, 0);
+        info->verify = vi;
     }
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);
@@ -152,6 +172,118 @@ const char *drbd_name(BDRVDrbdState *s)
         return s->bs->file->bs->filename;
     }
     return name;
+}
+
+/*
+ * The drbd nodes of this process, for resync-after: any thread, under
+ * drbd_nodes_lock, which is taken before any node's lock
+ */
+static QemuMutex drbd_nodes_lock;
+static QLIST_HEAD(, BDRVDrbdState) drbd_nodes =
+    QLIST_HEAD_INITIALIZER(drbd_nodes);
+
+static void __attribute__((__constructor__)) drbd_nodes_init(void)
+{
+    qemu_mutex_init(&drbd_nodes_lock);
+}
+
+void drbd_nodes_add(BDRVDrbdState *s)
+{
+    qemu_mutex_lock(&drbd_nodes_lock);
+    QLIST_INSERT_HEAD(&drbd_nodes, s, next);
+    qemu_mutex_unlock(&drbd_nodes_lock);
+}
+
+void drbd_nodes_remove(BDRVDrbdState *s)
+{
+    qemu_mutex_lock(&drbd_nodes_lock);
+    QLIST_REMOVE(s, next);
+    qemu_mutex_unlock(&drbd_nodes_lock);
+}
+
+/* Under drbd_nodes_lock: the drbd node named @name, if it is open */
+static BDRVDrbdState *drbd_nodes_find(const char *name)
+{
+    BDRVDrbdState *o;
+
+    QLIST_FOREACH(o, &drbd_nodes, next) {
+        if (!strcmp(bdrv_get_node_name(o->bs), name)) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * At open, before drbd_nodes_add(): whether s's resync-after would make
+ * a chain of nodes that loops back to s
+ */
+bool drbd_resync_after_check(BDRVDrbdState *s, Error **errp)
+{
+    const char *self = bdrv_get_node_name(s->bs);
+    const char *name = s->conn.resync_after;
+    unsigned hops = 0;
+    bool ok = true;
+
+    qemu_mutex_lock(&drbd_nodes_lock);
+    while (name) {
+        BDRVDrbdState *o;
+
+        if (!strcmp(name, self) || ++hops > 1000) {
+            error_setg(errp, "resync-after '%s' would make node '%s' wait "
+                       "for its own resync", s->conn.resync_after, self);
+            ok = false;
+            break;
+        }
+        o = drbd_nodes_find(name);
+        name = o ? o->conn.resync_after : NULL;
+    }
+    qemu_mutex_unlock(&drbd_nodes_lock);
+    return ok;
+}
+
+/*
+ * The node name of resync-after while that node resyncs (s must wait),
+ * else NULL.  A node that waits for another is a sync source already, so
+ * the wait follows chains.
+ */
+const char *drbd_resync_after_busy(BDRVDrbdState *s)
+{
+    const char *busy = NULL;
+    BDRVDrbdState *o;
+
+    if (!s->conn.resync_after) {
+        return NULL;
+    }
+    qemu_mutex_lock(&drbd_nodes_lock);
+    o = drbd_nodes_find(s->conn.resync_after);
+    if (o && o != s) {
+        qemu_mutex_lock(&o->lock);
+        if (o->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+            o->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+            busy = s->conn.resync_after;
+        }
+        qemu_mutex_unlock(&o->lock);
+    }
+    qemu_mutex_unlock(&drbd_nodes_lock);
+    return busy;
+}
+
+/* Bytes of the running resync done, on either side */
+uint64_t drbd_resync_done_locked(BDRVDrbdState *s)
+{
+    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
+        return s->conn.resync_done;
+    }
+    return s->conn.resync_total - MIN(s->conn.resync_total,
+                                      hbitmap_count(s->oos));
+}
+
+/* A resync starts: its speed counts from now */
+void drbd_resync_marks_start_locked(BDRVDrbdState *s)
+{
+    drbd_pace_marks_start(&s->conn.resync_marks,
+                          qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
 }
 
 /* The generation UUIDs live in s->md, with or without metadata on disk */

@@ -124,6 +124,8 @@ static void drbd_verify_account(DrbdPeer *peer, uint64_t offset,
         uint32_t i;
 
         v->done += bytes;
+        drbd_pace_marks_note(&v->marks,
+                             qemu_clock_get_ns(QEMU_CLOCK_REALTIME), v->done);
         for (i = 0; i < drbd_ov_blocks(bytes); i++) {
             uint64_t off = offset + (uint64_t)i * DRBD_OV_BLOCK;
             uint64_t len = MIN(DRBD_OV_BLOCK, offset + bytes - off);
@@ -649,6 +651,8 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
         v->role = s->role;
         v->peer_role = s->conn.peer_role;
         v->found = hbitmap_alloc(length, DRBD_BM_GRANULARITY);
+        drbd_pace_marks_start(&v->marks,
+                              qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
         s->conn.verify = v;
         qemu_mutex_unlock(&s->lock);
         trace_drbd_verify_start(s->bs, start, length, resync);

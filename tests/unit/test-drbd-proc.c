@@ -154,7 +154,7 @@ static char *resync_line(uint64_t done, uint64_t total)
     out = format(0, &n.info);
     lines = g_strsplit(out, "\n", 0);
     g_assert_true(g_str_has_prefix(lines[1], " 0: cs:SyncSource "));
-    g_assert_true(g_str_has_prefix(lines[4], "    uuids: "));
+    g_assert_true(g_str_has_prefix(lines[5], "    uuids: "));
     return g_strdup(lines[3]);
 }
 
@@ -188,13 +188,56 @@ static void test_format_resync_rate(void)
     n.info.connection = DRBD_CONN_STATE_SYNC_TARGET;
     n.info.disk = DRBD_DISK_STATE_INCONSISTENT;
     n.resync = (DrbdResyncInfo) {
-        .total = 1 * MiB, .done = 1 * MiB + 1, .rate = 10 * MiB,
+        .total = 1 * MiB, .done = 1 * MiB + 1, .rate = 100 * MiB,
+        .speed = 60 * MiB, .average_speed = 56750 * KiB,
+        .has_finish = true, .finish = 3 * 3600 + 4 * 60 + 5,
     };
     n.info.resync = &n.resync;
     out = format(0, &n.info);
+    /* As DRBD prints it: digits grouped, "want" with a resync-rate */
     g_assert_nonnull(strstr(out, "\n\t[===================>] sync'ed:"
-                            "100.0% (0/1024)K\n\twant: 10240 K/sec\n"
+                            "100.0% (0/1024)K\n\tfinish: 3:04:05 speed: "
+                            "61,440 (56,750) want: 102,400 K/sec\n"
                             "    uuids: "));
+}
+
+/* Nothing moves: no time left to tell */
+static void test_format_resync_stalled(void)
+{
+    g_autofree char *out = NULL;
+    Node n;
+
+    node_init(&n);
+    n.info.connection = DRBD_CONN_STATE_SYNC_SOURCE;
+    n.resync = (DrbdResyncInfo) {
+        .total = 4 * MiB, .done = MiB, .average_speed = 999 * KiB,
+    };
+    n.info.resync = &n.resync;
+    out = format(0, &n.info);
+    g_assert_nonnull(strstr(out, "(3072/4096)K\n\tfinish: -:--:-- "
+                            "speed: 0 (999) K/sec (stalled)\n"));
+}
+
+/* The flags: "a" waiting for resync-after, "u" paused by the user */
+static void test_format_resync_paused(void)
+{
+    g_autofree char *out = NULL;
+    g_autofree char *out2 = NULL;
+    Node n;
+
+    node_init(&n);
+    n.info.connection = DRBD_CONN_STATE_SYNC_SOURCE;
+    n.resync = (DrbdResyncInfo) {
+        .total = 4 * MiB, .paused_after = (char *)"disk1",
+    };
+    n.info.resync = &n.resync;
+    out = format(0, &n.info);
+    g_assert_nonnull(strstr(out, " C ra----\n"));
+
+    n.resync.paused_after = NULL;
+    n.resync.paused = true;
+    out2 = format(0, &n.info);
+    g_assert_nonnull(strstr(out2, " C r--u--\n"));
 }
 
 static void test_format_verify(void)
@@ -212,7 +255,17 @@ static void test_format_verify(void)
     out = format(0, &n.info);
     g_assert_nonnull(strstr(out, " 0: cs:Connected "));
     g_assert_nonnull(strstr(out, "\n\t[=====>..............] verified: "
-                            "33.3% (3072/4608)K\n    uuids: "));
+                            "33.3% (3072/4608)K\n\tfinish: -:--:-- speed: "
+                            "0 (0) K/sec (stalled)\n    uuids: "));
+
+    v.speed = 1536 * KiB;
+    v.average_speed = 2 * MiB;
+    v.has_finish = true;
+    v.finish = 2;
+    g_free(out);
+    out = format(0, &n.info);
+    g_assert_nonnull(strstr(out, "\n\tfinish: 0:00:02 speed: 1,536 (2,048) "
+                            "K/sec\n    uuids: "));
     g_assert_null(strstr(out, "sync'ed"));
 }
 
@@ -224,6 +277,10 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-proc/format/standalone", test_format_standalone);
     g_test_add_func("/drbd-proc/format/resync", test_format_resync);
     g_test_add_func("/drbd-proc/format/verify", test_format_verify);
+    g_test_add_func("/drbd-proc/format/resync-stalled",
+                    test_format_resync_stalled);
+    g_test_add_func("/drbd-proc/format/resync-paused",
+                    test_format_resync_paused);
     g_test_add_func("/drbd-proc/format/resync-rate",
                     test_format_resync_rate);
     return g_test_run();
