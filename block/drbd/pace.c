@@ -64,10 +64,13 @@ uint64_t drbd_pace_step(DrbdPace *c, uint64_t answered, uint64_t in_flight)
     c->answered[0] = got;
     c->nanswered = MIN(c->nanswered + 1, DRBD_PACE_RATE_STEPS);
 
-    if (!got && !flying) {
+    if (!got && !flying && c->p.start_rate) {
         /* Nothing to measure: plan the start rate */
         want = drbd_pace_clamp(c->p.start_rate / DRBD_PACE_STEPS_PER_SEC) *
                c->steps;
+    } else if (!got && !flying) {
+        /* ... or, without one, fill the link as the aim says */
+        want = c->p.fill_target ?: DRBD_PACE_START_FILL;
     } else if (c->p.fill_target) {
         want = c->p.fill_target;
     } else {
@@ -98,21 +101,19 @@ uint64_t drbd_pace_step(DrbdPace *c, uint64_t answered, uint64_t in_flight)
     return send;
 }
 
-uint64_t drbd_pace_recent_rate(const DrbdPace *c)
+uint64_t drbd_pace_recent_rate(const DrbdPace *c, uint64_t pending)
 {
-    uint64_t sum = 0;
+    uint64_t sum = drbd_pace_clamp(pending);
     unsigned i;
 
-    if (!c->nanswered) {
-        return 0;
-    }
-    for (i = 0; i < c->nanswered; i++) {
+    /* The oldest step makes room for this one */
+    for (i = 0; i < MIN(c->nanswered, DRBD_PACE_RATE_STEPS - 1); i++) {
         sum += c->answered[i];
     }
-    return sum * DRBD_PACE_STEPS_PER_SEC / c->nanswered;
+    return sum * DRBD_PACE_STEPS_PER_SEC / (i + 1);
 }
 
-bool drbd_pace_throttle(DrbdPace *c, uint64_t app_bytes)
+bool drbd_pace_throttle(DrbdPace *c, uint64_t app_bytes, uint64_t pending)
 {
     if (!c->p.min_rate) {
         return false;
@@ -126,7 +127,7 @@ bool drbd_pace_throttle(DrbdPace *c, uint64_t app_bytes)
         return false;
     }
     c->app_seen = app_bytes;
-    return drbd_pace_recent_rate(c) > c->p.min_rate;
+    return drbd_pace_recent_rate(c, pending) > c->p.min_rate;
 }
 
 void drbd_pace_marks_start(DrbdPaceMarks *m, int64_t now_ns, uint64_t done)

@@ -16,7 +16,8 @@
  * the link and the peer's disk smoothly rather than by jumps; c-max-rate
  * caps every step.  When a step finds nothing in flight and nothing
  * answered (the start, or after a stall), it plans the start rate for
- * c-plan-ahead.
+ * c-plan-ahead or, without one, aims at c-fill-target
+ * (DRBD_PACE_START_FILL in delay-target mode).
  *
  * The throttle (c-min-rate): while the guest does I/O on the node, the
  * resync stops sending for the rest of a step whenever its recent rate is
@@ -43,6 +44,8 @@
 #define DRBD_PACE_MAX_PLAN      300
 /* Steps over which the throttle measures the resync's recent rate */
 #define DRBD_PACE_RATE_STEPS    10
+/* What to have in flight at the start without a start rate or fill target */
+#define DRBD_PACE_START_FILL    (4 * 1024 * 1024)
 /* Guest I/O since the throttle last looked that counts as activity */
 #define DRBD_PACE_APP_BYTES     (32 * 1024)
 
@@ -52,7 +55,7 @@ typedef struct DrbdPaceParams {
     uint64_t delay_target_ns;   /* c-delay-target */
     uint64_t max_rate;          /* c-max-rate, bytes/s; 0: no cap */
     uint64_t min_rate;          /* c-min-rate, bytes/s; 0: no throttle */
-    uint64_t start_rate;        /* bytes/s planned at the start */
+    uint64_t start_rate;        /* bytes/s planned at the start, or 0 */
 } DrbdPaceParams;
 
 typedef struct DrbdPace {
@@ -88,12 +91,17 @@ uint64_t drbd_pace_step(DrbdPace *c, uint64_t answered, uint64_t in_flight);
  * Whether the resync must stop sending for the rest of the step: the
  * guest did I/O since the last look (@app_bytes counts every byte the
  * guest read or wrote on the node since it was opened) and the resync's
- * rate over the last steps is above c-min-rate
+ * recent rate (drbd_pace_recent_rate()) is above c-min-rate
  */
-bool drbd_pace_throttle(DrbdPace *c, uint64_t app_bytes);
+bool drbd_pace_throttle(DrbdPace *c, uint64_t app_bytes, uint64_t pending);
 
-/* The resync's rate over the last steps, in bytes per second */
-uint64_t drbd_pace_recent_rate(const DrbdPace *c);
+/*
+ * The resync's rate over the last steps and this one, in bytes per
+ * second, counting @pending (the bytes answered during this step so far
+ * and those in flight) as this step's: a burst counts as soon as it is
+ * sent
+ */
+uint64_t drbd_pace_recent_rate(const DrbdPace *c, uint64_t pending);
 
 /* Speed marks: one per 1 s, the current speed over the last 8 s or so */
 #define DRBD_PACE_MARK_STEP_NS  (1000 * 1000 * 1000LL)

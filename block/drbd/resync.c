@@ -220,8 +220,8 @@ static void drbd_resync_pacer_init(BDRVDrbdState *s, DrbdResyncPacer *pc)
 {
     DrbdPaceParams p = s->conn.pace;
 
-    /* The start: resync-rate, or c-max-rate, or what the window allows */
-    p.start_rate = s->conn.resync_rate ?: p.max_rate ?: UINT64_MAX;
+    /* The start: resync-rate, or c-max-rate, or the aim (pace.h) */
+    p.start_rate = s->conn.resync_rate ?: p.max_rate;
     *pc = (DrbdResyncPacer) { .dynamic = p.plan_ahead_ns != 0 };
     drbd_pace_init(&pc->ctl, &p);
 }
@@ -234,6 +234,7 @@ static bool drbd_resync_paced(BDRVDrbdState *s, DrbdResyncPacer *pc,
                               int64_t *wait_ns)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    uint64_t pending;
     bool throttle;
 
     qemu_mutex_lock(&s->lock);
@@ -248,11 +249,14 @@ static bool drbd_resync_paced(BDRVDrbdState *s, DrbdResyncPacer *pc,
         pc->step_end = now + DRBD_PACE_STEP_NS;
         trace_drbd_resync_step(s->bs, pc->budget, s->conn.rs_in_flight);
     }
-    throttle = pc->budget > 0 && drbd_pace_throttle(&pc->ctl, s->app_bytes);
+    pending = s->conn.rs_answered + s->conn.rs_in_flight;
+    throttle = pc->budget > 0 &&
+               drbd_pace_throttle(&pc->ctl, s->app_bytes, pending);
     qemu_mutex_unlock(&s->lock);
     if (throttle) {
         /* The guest's I/O goes first for the rest of the step */
-        trace_drbd_resync_throttle(s->bs, drbd_pace_recent_rate(&pc->ctl));
+        trace_drbd_resync_throttle(s->bs,
+                                   drbd_pace_recent_rate(&pc->ctl, pending));
         pc->budget = 0;
     }
     *wait_ns = pc->step_end - now;

@@ -91,10 +91,16 @@ static void test_start(void)
     /* 10 MiB/s for 2 s is 20 MiB, a twentieth of it per step */
     g_assert_cmpuint(drbd_pace_step(&c, 0, 0), ==, MiB);
 
-    /* Off at the start rate 0: nothing until something moves */
+    /* Without a start rate, the aim: 8 MiB over 20 steps */
     p.start_rate = 0;
     drbd_pace_init(&c, &p);
-    g_assert_cmpuint(drbd_pace_step(&c, 0, 0), ==, 0);
+    g_assert_cmpuint(drbd_pace_step(&c, 0, 0), ==, 8 * MiB / 20);
+    /* ... in delay-target mode, DRBD_PACE_START_FILL */
+    p.fill_target = 0;
+    p.delay_target_ns = 10 * STEP;
+    drbd_pace_init(&c, &p);
+    g_assert_cmpuint(drbd_pace_step(&c, 0, 0), ==,
+                     DRBD_PACE_START_FILL / 20);
 }
 
 /*
@@ -196,32 +202,42 @@ static void test_throttle(void)
 
     drbd_pace_init(&c, &p);
     /* The first look only learns where the guest is */
-    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB));
+    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB, 0));
     /* 2 MiB per step is 20 MiB/s, above c-min-rate */
     for (i = 0; i < DRBD_PACE_RATE_STEPS; i++) {
         drbd_pace_step(&c, 2 * MiB, 0);
     }
-    g_assert_cmpuint(drbd_pace_recent_rate(&c), ==, 20 * MiB);
+    g_assert_cmpuint(drbd_pace_recent_rate(&c, 2 * MiB), ==, 20 * MiB);
     /* No guest I/O (or too little to count): no throttle */
-    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB));
-    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB +
-                                          DRBD_PACE_APP_BYTES));
+    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB, 2 * MiB));
+    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB + DRBD_PACE_APP_BYTES,
+                                      2 * MiB));
     /* Guest I/O: throttled, once per activity */
-    g_assert_true(drbd_pace_throttle(&c, 1000 * MiB + 64 * KiB));
-    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB + 64 * KiB));
+    g_assert_true(drbd_pace_throttle(&c, 1000 * MiB + 64 * KiB, 2 * MiB));
+    g_assert_false(drbd_pace_throttle(&c, 1000 * MiB + 64 * KiB, 2 * MiB));
     /* Below c-min-rate, guest I/O does not throttle */
     for (i = 0; i < DRBD_PACE_RATE_STEPS; i++) {
         drbd_pace_step(&c, 512 * KiB, 0);
     }
-    g_assert_cmpuint(drbd_pace_recent_rate(&c), ==, 5 * MiB);
-    g_assert_false(drbd_pace_throttle(&c, 1001 * MiB));
+    g_assert_cmpuint(drbd_pace_recent_rate(&c, 512 * KiB), ==, 5 * MiB);
+    g_assert_false(drbd_pace_throttle(&c, 1001 * MiB, 512 * KiB));
+
+    /*
+     * A burst at the start counts at once: 16 MiB in flight during the
+     * second step is 80 MiB/s over the two
+     */
+    drbd_pace_init(&c, &p);
+    drbd_pace_step(&c, 0, 0);
+    g_assert_false(drbd_pace_throttle(&c, 0, 0));
+    g_assert_cmpuint(drbd_pace_recent_rate(&c, 16 * MiB), ==, 80 * MiB);
+    g_assert_true(drbd_pace_throttle(&c, 64 * KiB, 16 * MiB));
 
     /* c-min-rate 0: never */
     p.min_rate = 0;
     drbd_pace_init(&c, &p);
     drbd_pace_step(&c, GiB, 0);
-    g_assert_false(drbd_pace_throttle(&c, 0));
-    g_assert_false(drbd_pace_throttle(&c, GiB));
+    g_assert_false(drbd_pace_throttle(&c, 0, GiB));
+    g_assert_false(drbd_pace_throttle(&c, GiB, GiB));
 }
 
 static void test_marks(void)
