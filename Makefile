@@ -70,6 +70,7 @@ bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)
 	python3 tests/bench/drbd-bench.py $(BLD) --disk-latency-ns 100000 --iothreads
 	python3 tests/bench/drbd-resync-bench.py $(BLD)
+	python3 tests/bench/drbd-resync-bench.py $(BLD) --pace
 
 FUZZ_SECONDS ?= 60
 

@@ -40,6 +40,15 @@
 #                 locally, the daemons stopped; verify is compared with
 #                 the slower of the two
 #
+# With --pace, instead, the dynamic resync controller is measured against
+# a resync without it, on --pace-size (2G): for each of the two, a pair
+# whose primary exports its node over NBD (unix socket) for a guest; the
+# guest's write latency at QD1 (4 KiB writes, one after the other without
+# a gap, by a small NBD client of this script) with the pair in sync, then
+# during a full resync (drbd-invalidate), counting the writes that ended
+# while the resync ran; then the rate of a full resync of a new pair with
+# the guest idle (the resync proper, as `resync` above).
+#
 # Ends of resyncs and verifies are taken from the timestamps of the
 # DRBD_STATE_CHANGE and DRBD_VERIFY_FINISHED events, so the polling
 # does not show in the figures; query-drbd confirms the end state.  A
@@ -55,10 +64,12 @@
 # usage: drbd-resync-bench.py BUILDDIR [--sizes 512M,4G] [--runs N]
 #                             [--ping-timeout MS] [--port N]
 #                             [--ping-interval MS] [--connect-interval MS]
+#                             [--pace [--pace-size 2G] [--pace-writes N]]
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -67,9 +78,11 @@ import shlex
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 MiB = 1024 * 1024
@@ -91,6 +104,11 @@ def parse_sizes(text):
     return [(s.strip(), parse_size(s)) for s in text.split(',') if s.strip()]
 
 
+def parse_opts(text):
+    """key=value,... as a dict"""
+    return dict(kv.split('=', 1) for kv in text.split(',') if kv)
+
+
 parser = argparse.ArgumentParser()
 parser.add_argument('build')
 parser.add_argument('--sizes', type=parse_sizes, default='512M,4G',
@@ -106,6 +124,20 @@ parser.add_argument('--ping-interval', type=int, default=None,
 parser.add_argument('--connect-interval', type=int, default=None,
                     help='connect-interval (ms) of every drbd node '
                     '(default: the driver\'s, 1000)')
+parser.add_argument('--pace', action='store_true',
+                    help='instead of the measures above, the dynamic '
+                    'resync controller\'s: the guest\'s QD1 write latency '
+                    'during a resync with and without it, and the resync '
+                    'rate once the guest is idle')
+parser.add_argument('--pace-size', type=parse_size, default=2 * 1024 ** 3,
+                    help='size of the --pace resyncs (default: 2G)')
+parser.add_argument('--pace-ctl', type=parse_opts,
+                    default='c-plan-ahead=200,c-fill-target=64M',
+                    help='the controller\'s options in the --pace measures '
+                    '(default: c-plan-ahead=200,c-fill-target=64M)')
+parser.add_argument('--pace-writes', type=int, default=4000,
+                    help='writes of the --pace latency measures '
+                    '(default: 4000)')
 parser.add_argument('--port', type=int, default=17960,
                     help='first TCP port to use (default: 17960)')
 args = parser.parse_args()
@@ -348,8 +380,11 @@ def measure_link(workdir, ports, size):
 class Pair:
     """Two drbd nodes, 'a' (node 0, primary) and 'b' (node 1, secondary)"""
 
-    def __init__(self, workdir, ports, size, opts, fill=True):
+    def __init__(self, workdir, ports, size, opts, fill=True, export=False):
         self.imgs = [os.path.join(workdir, n + '.img') for n in 'ab']
+        sock = self.nbd_sock = os.path.join(workdir, 'a.sock')
+        exp = ['--nbd-server', f'addr.type=unix,addr.path={sock}',
+               '--export', 'type=nbd,id=e0,node-name=a,writable=on']
         self.daemons = []
         try:
             for img in self.imgs:
@@ -372,7 +407,7 @@ class Pair:
                 f'filename={self.imgs[0]}',
                 '--blockdev', common + ',node-name=a,file=a-file,node-id=0,'
                 f'role=primary,peer.type=inet,peer.host={HOST},'
-                f'peer.port={port}'])
+                f'peer.port={port}'] + (exp if export else []))
             self.wait_in_sync(60 + size / (8 * MiB))
         except BaseException:
             self.stop()
@@ -519,6 +554,183 @@ def measure_resync(workdir, ports, size, opts, fill=True):
     finally:
         pair.stop()
         pair.remove_images()
+
+
+
+class NbdGuest:
+    """
+    A guest that writes 4 KiB at a time at queue depth 1 into an NBD
+    export (fixed newstyle, NBD_OPT_EXPORT_NAME, simple replies) and
+    records when each write ended and how long it took: a writer that
+    goes on without a gap for as long as it is asked to
+    """
+
+    def __init__(self, path, name):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        hello = self.recv(18)
+        if hello[:16] != b'NBDMAGICIHAVEOPT':
+            raise RuntimeError('not an NBD server (fixed newstyle)')
+        # NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES
+        self.sock.sendall(struct.pack('>I', 3))
+        opt = name.encode()
+        self.sock.sendall(b'IHAVEOPT' + struct.pack('>II', 1, len(opt)) +
+                          opt)
+        self.size, _ = struct.unpack('>QH', self.recv(10))
+        self.cookie = 0
+        self.buf = bytes([0xa5]) * 4096
+        self.stop = threading.Event()
+        self.log = []
+
+    def recv(self, n):
+        data = b''
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise RuntimeError('the NBD server closed the connection')
+            data += chunk
+        return data
+
+    def write(self, offset):
+        self.cookie += 1
+        # NBD_REQUEST_MAGIC, no flags, NBD_CMD_WRITE
+        self.sock.sendall(struct.pack('>IHHQQI', 0x25609513, 0, 1,
+                                      self.cookie, offset, 4096) + self.buf)
+        magic, err, cookie = struct.unpack('>IIQ', self.recv(16))
+        if magic != 0x67446698 or err or cookie != self.cookie:
+            raise RuntimeError(f'NBD write failed: error {err}')
+
+    def run(self, count):
+        """Up to @count writes, 8 KiB apart, until told to stop"""
+        offset = 0
+        for _ in range(count):
+            if self.stop.is_set():
+                break
+            t = time.monotonic()
+            self.write(offset)
+            end = time.monotonic()
+            self.log.append((end, end - t))
+            offset = (offset + 8192) % (self.size - 4096)
+
+    def close(self):
+        with contextlib.suppress(OSError):
+            # NBD_CMD_DISC
+            self.sock.sendall(struct.pack('>IHHQQI', 0x25609513, 0, 2, 0,
+                                          0, 0))
+        self.sock.close()
+
+
+def measure_pace(workdir, ports, size, opts):
+    """
+    The guest's write latency at QD1 (4 KiB, over NBD into the primary)
+    with the pair in sync, then while a full resync (drbd-invalidate) with
+    @opts runs (only the writes that ended before it); then the rate of a
+    full resync with the guest idle
+    """
+    pair = Pair(workdir, ports, size, opts, export=True)
+    writes = args.pace_writes
+    guest = None
+    try:
+        a, b = pair.a, pair.b
+        guest = NbdGuest(pair.nbd_sock, 'a')
+        guest.run(writes)
+        quiet = statistics.mean(lat for _, lat in guest.log) * 1e6
+
+        b.cmd('drbd-invalidate', node_name='b')
+        deadline = time.monotonic() + 30
+        while a.drbd()['connection'] != 'sync-source':
+            if time.monotonic() > deadline:
+                raise RuntimeError('no resync 30 s after drbd-invalidate')
+            time.sleep(0.005)
+        guest.log = []
+        err = []
+
+        def writer():
+            try:
+                guest.run(writes)
+            except (RuntimeError, OSError) as e:
+                err.append(e)
+
+        th = threading.Thread(target=writer)
+        th.start()
+        # The last look that saw the resync running
+        seen = time.monotonic()
+        info = a.drbd()
+        while th.is_alive():
+            now = time.monotonic()
+            i = a.drbd()
+            if i['connection'] != 'sync-source':
+                guest.stop.set()
+                break
+            seen, info = now, i
+            time.sleep(0.01)
+        th.join()
+        if err:
+            raise RuntimeError(f'the guest failed: {err[0]}')
+        during = [lat for end, lat in guest.log if end <= seen]
+        resynced = info['resync']['done'] / info['resync']['total']
+        pair.wait_in_sync(wait_timeout(size))
+    finally:
+        if guest:
+            guest.close()
+        pair.stop()
+        pair.remove_images()
+    idle = measure_resync(workdir, ports, size, opts)
+    if not during:
+        log('    the resync ended before a write did')
+    return {'rate': idle['sync_rate'], 'quiet': quiet,
+            'busy': statistics.mean(during) * 1e6 if during else None,
+            'writes': len(during), 'busy_done': resynced}
+
+
+def pace_run(workdir, ports, size):
+    out = {}
+    for name, opts in (('off', {}), ('ctl', args.pace_ctl)):
+        try:
+            out[name] = r = measure_pace(workdir, ports, size, opts)
+        except (RuntimeError, QMPError, EOFError, OSError) as e:
+            log(f'  {name}: FAILED: {e}')
+            out[name] = None
+            continue
+        log(f'  {name:4} QD1 write latency {r["quiet"]:7.1f} us without '
+            f'a resync, {fmt(r["busy"], "7.1f")} us during it '
+            f'({r["writes"]} writes; {r["busy_done"]:.1%} resynced by '
+            f'their end); a resync with the guest idle: '
+            f'{r["rate"]:7.1f} MiB/s')
+    return out
+
+
+def pace_report(label, size, runs):
+    n = len(runs)
+    quiet = statistics.median([r[m]['quiet'] for r in runs for m in r
+                               if r[m] is not None] or [0]) or None
+    print(f'pace: resync of {label} ({size} bytes), median of {n} run(s); '
+          f'guest: {args.pace_writes} writes '
+          '(QD1 4 KiB writes over NBD, those that ended while the resync '
+          'ran); controller: ' +
+          ','.join(f'{k}={v}' for k, v in args.pace_ctl.items()))
+    print('| measure | value | ratio | ok runs |')
+    print('| --- | --- | --- | --- |')
+    print(f'| QD1 4k write latency, no resync | {fmt(quiet, ".1f")} us | 1 '
+          f'| {n}/{n} |')
+    for m, name in (('off', 'controller off (resync-rate 0)'),
+                    ('ctl', 'controller on')):
+        ok = sum(1 for r in runs if r[m] is not None and
+                 r[m]['busy'] is not None)
+        busy = statistics.median([r[m]['busy'] for r in runs
+                                  if r[m] is not None and
+                                  r[m]['busy'] is not None] or [0]) or None
+        print(f'| QD1 4k write latency during a resync, {name} | '
+              f'{fmt(busy, ".1f")} us | {fmt(ratio(busy, quiet), ".2f")} x '
+              f'no resync | {ok}/{n} |')
+    off, ctl = med(runs, 'off', 'rate'), med(runs, 'ctl', 'rate')
+    ok = {m: sum(1 for r in runs if r[m] is not None) for m in runs[0]}
+    print(f'| resync rate, guest idle, controller off | {fmt(off, ".1f")} '
+          f'MiB/s | 1 | {ok["off"]}/{n} |')
+    print(f'| resync rate, guest idle, controller on | {fmt(ctl, ".1f")} '
+          f'MiB/s | {fmt(ratio(ctl, off), ".2f")} x controller off | '
+          f'{ok["ctl"]}/{n} |')
+    print()
 
 
 def measure_verify(workdir, ports, size):
@@ -694,12 +906,17 @@ def main():
     with tempfile.TemporaryDirectory(prefix='drbd-resync-bench-',
                                      dir='/dev/shm') as workdir:
         try:
-            for label, size in args.sizes:
+            sizes = args.sizes
+            run = one_run
+            if args.pace:
+                sizes = [(f'{args.pace_size // MiB}M', args.pace_size)]
+                run = pace_run
+            for label, size in sizes:
                 runs = []
                 for i in range(args.runs):
                     t = time.monotonic()
                     log(f'size {label}, run {i + 1}/{args.runs}:')
-                    runs.append(one_run(workdir, ports, size))
+                    runs.append(run(workdir, ports, size))
                     log(f'  ({time.monotonic() - t:.0f} s)')
                 results.append((label, size, runs))
         finally:
@@ -709,7 +926,7 @@ def main():
     log(f'total {time.monotonic() - t_start:.0f} s')
     print()
     for label, size, runs in results:
-        report(label, size, runs)
+        (pace_report if args.pace else report)(label, size, runs)
     print('reproduce: ' + shlex.join(['python3'] + sys.argv))
 
 
