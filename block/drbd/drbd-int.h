@@ -373,6 +373,9 @@ struct BDRVDrbdState {
     uint64_t dw, dr;
     /* Bytes the guest read and wrote, for c-min-rate */
     uint64_t app_bytes;
+    /* Buffers for background reads, kept for reuse (home.c) */
+    GSList *chunk_bufs;
+    unsigned chunk_bufs_kept;
     uint32_t lo, ap;
     /* ... and in transactions and blocks written */
     uint64_t al_writes, bm_writes;
@@ -451,6 +454,9 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
 void coroutine_fn drbd_co_hold_range(BDRVDrbdState *s, BlockReq *req,
                                      int64_t offset, int64_t bytes);
 void coroutine_fn drbd_co_release_range(BDRVDrbdState *s, BlockReq *req);
+void *drbd_chunk_buf_get(BDRVDrbdState *s);
+void drbd_chunk_buf_put(BDRVDrbdState *s, void *buf);
+void drbd_chunk_bufs_free(BDRVDrbdState *s);
 void drbd_drain_begin_gate(BDRVDrbdState *s);
 void drbd_drain_end_gate(BDRVDrbdState *s);
 void drbd_gate_close(BDRVDrbdState *s);

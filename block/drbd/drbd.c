@@ -270,6 +270,7 @@ static void drbd_free_state(BDRVDrbdState *s)
         drbd_nodes_remove(s);
     }
     g_free(s->conn.resync_after);
+    drbd_chunk_bufs_free(s);
     drbd_md_free(s);
     drbd_secure_close(s);
     g_clear_pointer(&s->oos, hbitmap_free);

@@ -83,6 +83,46 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
 }
 
 /*
+ * Buffers of DRBD_RESYNC_CHUNK bytes for the background reads (resync,
+ * checksums, verify), kept for the next one: a fresh buffer of that size
+ * is a fresh mapping, and filling it costs a page fault per 4 KiB, which
+ * in a virtual machine costs about as much as the read itself
+ */
+#define DRBD_CHUNK_BUFS_KEPT    16
+
+void *drbd_chunk_buf_get(BDRVDrbdState *s)
+{
+    void *buf = NULL;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->chunk_bufs) {
+        buf = s->chunk_bufs->data;
+        s->chunk_bufs = g_slist_delete_link(s->chunk_bufs, s->chunk_bufs);
+        s->chunk_bufs_kept--;
+    }
+    qemu_mutex_unlock(&s->lock);
+    return buf ?: g_malloc(DRBD_RESYNC_CHUNK);
+}
+
+void drbd_chunk_buf_put(BDRVDrbdState *s, void *buf)
+{
+    qemu_mutex_lock(&s->lock);
+    if (s->chunk_bufs_kept < DRBD_CHUNK_BUFS_KEPT) {
+        s->chunk_bufs = g_slist_prepend(s->chunk_bufs, buf);
+        s->chunk_bufs_kept++;
+        buf = NULL;
+    }
+    qemu_mutex_unlock(&s->lock);
+    g_free(buf);
+}
+
+void drbd_chunk_bufs_free(BDRVDrbdState *s)
+{
+    g_slist_free_full(g_steal_pointer(&s->chunk_bufs), g_free);
+    s->chunk_bufs_kept = 0;
+}
+
+/*
  * Hold [@offset, @offset + @bytes) in the node's active requests: wait
  * until no guest write to it is in flight, and keep new ones waiting
  * until drbd_co_release_range().  What the caller reads meanwhile is what

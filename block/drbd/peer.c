@@ -439,7 +439,7 @@ static void coroutine_fn drbd_csum_read_co(void *opaque)
     BDRVDrbdState *s = peer->s;
     size_t dsize = drbd_digest_size(s->conn.csums_alg);
     g_autoptr(GByteArray) pkt = g_byte_array_new();
-    g_autofree uint8_t *buf = g_malloc(cr->p.bytes);
+    uint8_t *buf = drbd_chunk_buf_get(s);
     g_autofree uint8_t *mine = g_malloc(drbd_ov_blocks(cr->p.bytes) *
                                         dsize);
     DrbdOvPacket r = {
@@ -460,6 +460,7 @@ static void coroutine_fn drbd_csum_read_co(void *opaque)
             error_report_err(err);
         }
     }
+    drbd_chunk_buf_put(s, buf);
 
     qemu_mutex_lock(&s->lock);
     s->conn.same_csum += drbd_oos_reset_equal_locked(s, cr->p.offset,

@@ -88,7 +88,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
 {
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
-    g_autofree uint8_t *buf = g_malloc(bytes);
+    uint8_t *buf = drbd_chunk_buf_get(s);
     DrbdDataPacket p = {
         .offset = offset,
         .id = DRBD_GATE_RESYNC_ID | (uint64_t)offset,
@@ -107,6 +107,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     ret = drbd_co_read_local(s, offset, bytes, buf);
     if (ret == -ECANCELED) {
         drbd_co_release_range(s, &req);
+        drbd_chunk_buf_put(s, buf);
         return ret;
     }
     if (ret == 0 && buffer_is_zero(buf, bytes)) {
@@ -146,6 +147,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     }
 
     drbd_co_release_range(s, &req);
+    drbd_chunk_buf_put(s, buf);
     trace_drbd_resync_chunk(s->bs, offset, bytes, ret);
     return ret;
 }
@@ -162,7 +164,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
     BDRVDrbdState *s = peer->s;
     size_t dsize = drbd_digest_size(s->conn.csums_alg);
     g_autoptr(GByteArray) pkt = g_byte_array_new();
-    g_autofree uint8_t *buf = g_malloc(bytes);
+    uint8_t *buf = drbd_chunk_buf_get(s);
     g_autofree uint8_t *digests = g_malloc(drbd_ov_blocks(bytes) * dsize);
     DrbdOvPacket p = {
         .offset = offset,
@@ -204,6 +206,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
     }
 
     drbd_co_release_range(s, &req);
+    drbd_chunk_buf_put(s, buf);
     trace_drbd_resync_csum(s->bs, offset, bytes, ret);
     return ret;
 }

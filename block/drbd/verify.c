@@ -52,6 +52,9 @@
 /* Differing ranges the finishing event lists */
 #define DRBD_OV_RANGES_MAX      16
 
+/* A request's range fits in a chunk buffer (drbd_chunk_buf_get()) */
+QEMU_BUILD_BUG_ON(DRBD_OV_MAX_BYTES > DRBD_RESYNC_CHUNK);
+
 /* The anchor of a request is the primary, or else the source */
 static bool drbd_verify_source_anchors(BDRVDrbdState *s)
 {
@@ -85,20 +88,21 @@ static int coroutine_fn drbd_verify_read(BDRVDrbdState *s, uint64_t offset,
                                          uint32_t bytes, uint8_t *digests,
                                          Error **errp)
 {
-    g_autofree uint8_t *buf = g_malloc(bytes);
+    uint8_t *buf = drbd_chunk_buf_get(s);
     int ret;
 
     ret = drbd_co_read_local(s, offset, bytes, buf);
     if (ret == -ECANCELED) {
         error_setg(errp, "the node is closing");
-        return ret;
     } else if (ret < 0) {
         error_setg_errno(errp, -ret, "reading %" PRIu32 " bytes at %"
                          PRIu64 " failed", bytes, offset);
-        return ret;
+    } else {
+        ret = drbd_block_digests(s->conn.verify_alg, buf, bytes, digests,
+                                 errp);
     }
-
-    return drbd_block_digests(s->conn.verify_alg, buf, bytes, digests, errp);
+    drbd_chunk_buf_put(s, buf);
+    return ret;
 }
 
 /*
