@@ -194,6 +194,7 @@ typedef struct DrbdVerify {
     uint64_t out_of_sync;       /* bytes found to differ */
     HBitmap *found;             /* those blocks, from @start */
     unsigned inflight;          /* requests sent, not yet accounted */
+    unsigned sending;           /* anchor reads running (verify.c) */
     bool resync;                /* resync what it finds at the end */
     DrbdRole role, peer_role;   /* at the start: a change stops it */
     char *error;                /* why it stopped, if it did */

@@ -383,45 +383,89 @@ int coroutine_fn drbd_verify_reply(DrbdPeer *peer, const DrbdOvPacket *p,
     return 0;
 }
 
-/* Send one request, reading first where this node is the anchor */
-static int coroutine_fn drbd_verify_send(DrbdPeer *peer, uint64_t offset,
-                                         uint32_t bytes, bool anchor,
-                                         Error **errp)
+/* One request of the verify source */
+typedef struct DrbdOvSend {
+    DrbdPeer *peer;
+    DrbdOvPacket out;
+    bool anchor;                /* this node reads first */
+} DrbdOvSend;
+
+/*
+ * Put a request in the window (and in the table: the reply may come
+ * before its send returns)
+ */
+static void drbd_verify_reserve(DrbdOvSend *os)
 {
-    BDRVDrbdState *s = peer->s;
+    BDRVDrbdState *s = os->peer->s;
     DrbdGateOv *pending = g_new(DrbdGateOv, 1);
-    DrbdOvPacket out = { .offset = offset, .bytes = bytes };
-    int ret;
 
     *pending = (DrbdGateOv) {
-        .offset = offset, .bytes = bytes, .digests = anchor,
+        .offset = os->out.offset, .bytes = os->out.bytes,
+        .digests = os->anchor,
     };
     qemu_mutex_lock(&s->lock);
-    out.id = ++peer->ov_next_id;
-    /* In the table before it goes out: the reply may come first */
-    g_hash_table_insert(peer->ov_pending, g_memdup2(&out.id, sizeof(out.id)),
-                        pending);
+    os->out.id = ++os->peer->ov_next_id;
+    g_hash_table_insert(os->peer->ov_pending,
+                        g_memdup2(&os->out.id, sizeof(os->out.id)), pending);
     s->conn.verify->inflight++;
     qemu_mutex_unlock(&s->lock);
+}
 
-    if (anchor) {
-        ret = drbd_verify_anchor(peer, DRBD_CMD_OV_REQUEST, &out, errp);
+/*
+ * Send a reserved request, reading first where this node is the anchor.
+ * A failure stops the verify: it becomes v->error (unless there is one),
+ * and the request leaves the window.
+ */
+static void coroutine_fn drbd_verify_send(DrbdOvSend *os)
+{
+    DrbdPeer *peer = os->peer;
+    BDRVDrbdState *s = peer->s;
+    Error *err = NULL;
+    int ret;
+
+    if (os->anchor) {
+        ret = drbd_verify_anchor(peer, DRBD_CMD_OV_REQUEST, &os->out, &err);
     } else {
         g_autoptr(GByteArray) pkt = g_byte_array_new();
 
-        drbd_wire_put_ov(pkt, DRBD_CMD_OV_REQUEST, &out);
+        drbd_wire_put_ov(pkt, DRBD_CMD_OV_REQUEST, &os->out);
         ret = drbd_send_data_channel(peer, pkt);
         if (ret < 0) {
-            error_setg(errp, "the connection was lost");
+            error_setg(&err, "the connection was lost");
         }
     }
     if (ret < 0) {
+        DrbdVerify *v;
+
         qemu_mutex_lock(&s->lock);
-        g_hash_table_remove(peer->ov_pending, &out.id);
-        s->conn.verify->inflight--;
+        v = s->conn.verify;
+        /* A lost connection may have counted it out already */
+        if (g_hash_table_remove(peer->ov_pending, &os->out.id)) {
+            v->inflight--;
+        }
+        if (!v->error) {
+            v->error = g_strdup(error_get_pretty(err));
+        }
         qemu_mutex_unlock(&s->lock);
+        error_free(err);
+        drbd_verify_wake(peer, &peer->ov_waiter);
     }
-    return ret;
+}
+
+/* An anchor's request, read side by side with the others of the window */
+static void coroutine_fn drbd_verify_send_co(void *opaque)
+{
+    DrbdOvSend *os = opaque;
+    DrbdPeer *peer = os->peer;
+    BDRVDrbdState *s = peer->s;
+
+    drbd_verify_send(os);
+    g_free(os);
+    qemu_mutex_lock(&s->lock);
+    s->conn.verify->sending--;
+    qemu_mutex_unlock(&s->lock);
+    drbd_verify_wake(peer, &peer->ov_waiter);
+    drbd_peer_put(peer);
 }
 
 /* The first differing ranges, for the event */
@@ -491,10 +535,10 @@ static void coroutine_fn drbd_verify_co(void *opaque)
     DrbdVerify *v = s->conn.verify;
     DrbdRangeList *ranges;
     bool resynced = false;
-    Error *err = NULL;
 
     while (v->next < v->end) {
         uint32_t bytes = MIN(DRBD_OV_MAX_BYTES, v->end - v->next);
+        DrbdOvSend *os;
         bool anchor;
 
         drbd_co_rehome(s);
@@ -528,20 +572,31 @@ static void coroutine_fn drbd_verify_co(void *opaque)
             break;
         }
 
-        if (drbd_verify_send(peer, v->next, bytes, anchor, &err) < 0) {
+        os = g_new(DrbdOvSend, 1);
+        *os = (DrbdOvSend) {
+            .peer = peer, .anchor = anchor,
+            .out = { .offset = v->next, .bytes = bytes },
+        };
+        drbd_verify_reserve(os);
+        if (anchor) {
+            /*
+             * Its reads run side by side, each holding its own range
+             * against guest writes until its digests are sent
+             */
             qemu_mutex_lock(&s->lock);
-            v->error = g_strdup(error_get_pretty(err));
+            v->sending++;
             qemu_mutex_unlock(&s->lock);
-            error_free(err);
-            err = NULL;
-            break;
+            drbd_peer_spawn(peer, drbd_verify_send_co, os);
+        } else {
+            drbd_verify_send(os);
+            g_free(os);
         }
         v->next += bytes;
     }
 
     /* The answers to what is in flight */
     qemu_mutex_lock(&s->lock);
-    while (v->inflight > 0 && !peer->broken) {
+    while ((v->inflight > 0 || v->sending > 0) && !peer->broken) {
         peer->ov_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
@@ -561,7 +616,7 @@ static void coroutine_fn drbd_verify_co(void *opaque)
                                        peer->broken_reason);
         }
     }
-    while (v->inflight > 0) {
+    while (v->inflight > 0 || v->sending > 0) {
         qemu_mutex_unlock(&s->lock);
         aio_co_schedule(qemu_get_current_aio_context(),
                         qemu_coroutine_self());
