@@ -168,12 +168,12 @@ int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannel *ioc,
         /* A large payload: what is buffered, then the rest read directly */
         size_t have = rb->len - rb->pos;
 
-        *payload = g_malloc(h->length);
+        *payload = drbd_payload_alloc(peer->s, h->length);
         memcpy(*payload, rb->data + rb->pos, have);
         rb->pos = rb->len = 0;
         if (qio_channel_read_all(ioc, (char *)*payload + have,
                                  h->length - have, errp) < 0) {
-            g_free(*payload);
+            drbd_payload_free(peer->s, *payload, h->length);
             *payload = NULL;
             return -EIO;
         }
@@ -182,7 +182,8 @@ int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannel *ioc,
         if (ret < 0) {
             return ret;
         }
-        *payload = g_memdup2(rb->data + rb->pos, h->length);
+        *payload = drbd_payload_alloc(peer->s, h->length);
+        memcpy(*payload, rb->data + rb->pos, h->length);
         rb->pos += h->length;
     }
     trace_drbd_recv_packet(drbd_cmd_name(h->cmd), h->length);

@@ -455,8 +455,12 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
 void coroutine_fn drbd_co_hold_range(BDRVDrbdState *s, BlockReq *req,
                                      int64_t offset, int64_t bytes);
 void coroutine_fn drbd_co_release_range(BDRVDrbdState *s, BlockReq *req);
+/* A resync chunk or verify request, and a packet's fields around it */
+#define DRBD_CHUNK_BUF_SIZE     (DRBD_RESYNC_CHUNK + 4 * KiB)
 void *drbd_chunk_buf_get(BDRVDrbdState *s);
 void drbd_chunk_buf_put(BDRVDrbdState *s, void *buf);
+void *drbd_payload_alloc(BDRVDrbdState *s, size_t len);
+void drbd_payload_free(BDRVDrbdState *s, void *buf, size_t len);
 void drbd_chunk_bufs_free(BDRVDrbdState *s);
 void drbd_drain_begin_gate(BDRVDrbdState *s);
 void drbd_drain_end_gate(BDRVDrbdState *s);
@@ -598,7 +602,7 @@ int coroutine_fn drbd_verify_reply(DrbdPeer *peer, const DrbdOvPacket *p,
 /* peer.c: the receiving side */
 int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
                                  const DrbdDataPacket *p, uint8_t *buf,
-                                 Error **errp);
+                                 size_t buf_len, Error **errp);
 int coroutine_fn drbd_peer_barrier(DrbdPeer *peer, const DrbdBarrier *b,
                                    Error **errp);
 int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,

@@ -83,10 +83,12 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
 }
 
 /*
- * Buffers of DRBD_RESYNC_CHUNK bytes for the background reads (resync,
- * checksums, verify), kept for the next one: a fresh buffer of that size
- * is a fresh mapping, and filling it costs a page fault per 4 KiB, which
- * in a virtual machine costs about as much as the read itself
+ * Buffers of DRBD_CHUNK_BUF_SIZE bytes for the background reads (resync,
+ * checksums, verify) and for the large packets the receivers read (a
+ * resync chunk with its fields), kept for the next one: a fresh buffer of
+ * that size is a fresh mapping, and filling it costs a page fault per
+ * 4 KiB, which in a virtual machine costs about as much as the read
+ * itself
  */
 #define DRBD_CHUNK_BUFS_KEPT    16
 
@@ -101,7 +103,7 @@ void *drbd_chunk_buf_get(BDRVDrbdState *s)
         s->chunk_bufs_kept--;
     }
     qemu_mutex_unlock(&s->lock);
-    return buf ?: g_malloc(DRBD_RESYNC_CHUNK);
+    return buf ?: g_malloc(DRBD_CHUNK_BUF_SIZE);
 }
 
 void drbd_chunk_buf_put(BDRVDrbdState *s, void *buf)
@@ -114,6 +116,29 @@ void drbd_chunk_buf_put(BDRVDrbdState *s, void *buf)
     }
     qemu_mutex_unlock(&s->lock);
     g_free(buf);
+}
+
+/*
+ * A received payload of @len bytes: large ones in a chunk buffer.  Free
+ * it with drbd_payload_free() and the same @len, or with g_free().
+ */
+static bool drbd_payload_pooled(size_t len)
+{
+    return len > DRBD_RX_DIRECT_MIN && len <= DRBD_CHUNK_BUF_SIZE;
+}
+
+void *drbd_payload_alloc(BDRVDrbdState *s, size_t len)
+{
+    return drbd_payload_pooled(len) ? drbd_chunk_buf_get(s) : g_malloc(len);
+}
+
+void drbd_payload_free(BDRVDrbdState *s, void *buf, size_t len)
+{
+    if (buf && drbd_payload_pooled(len)) {
+        drbd_chunk_buf_put(s, buf);
+    } else {
+        g_free(buf);
+    }
 }
 
 void drbd_chunk_bufs_free(BDRVDrbdState *s)

@@ -28,6 +28,7 @@ typedef struct DrbdApply {
     uint16_t cmd;
     DrbdDataPacket p;
     uint8_t *buf;               /* the received payload, freed at the end */
+    size_t buf_len;             /* its length (drbd_payload_free()) */
     BlockReq req;               /* in peer->apply_reqs while running */
     DrbdOrderWrite *ow;         /* guest writes: its place in the order */
 } DrbdApply;
@@ -213,7 +214,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     s->conn.ua--;
     qemu_mutex_unlock(&s->lock);
 
-    g_free(a->buf);
+    drbd_payload_free(s, a->buf, a->buf_len);
     g_free(a);
     drbd_io_end(s);
     drbd_peer_put(peer);
@@ -257,7 +258,7 @@ static void coroutine_fn drbd_wait_applies(DrbdPeer *peer,
  */
 int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
                                  const DrbdDataPacket *p, uint8_t *buf,
-                                 Error **errp)
+                                 size_t buf_len, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
     DrbdApply *a;
@@ -270,7 +271,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     qemu_mutex_unlock(&s->lock);
     ret = drbd_gate_write(&gate, cmd, p, errp);
     if (ret < 0) {
-        g_free(buf);
+        drbd_payload_free(s, buf, buf_len);
         return ret;
     }
     if (drbd_is_resync_write(cmd) && !peer->resync_persisted) {
@@ -280,7 +281,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
          * the first chunk does (a chunk is acked before it is flushed)
          */
         if (drbd_md_sync_all_co(s) < 0) {
-            g_free(buf);
+            drbd_payload_free(s, buf, buf_len);
             error_setg(errp, "could not write the metadata before the "
                        "first resync block");
             return -EIO;
@@ -290,7 +291,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 
     if (!drbd_is_resync_write(cmd) &&
         drbd_order_arrive(peer->order, p->unordered, &dep, errp) < 0) {
-        g_free(buf);
+        drbd_payload_free(s, buf, buf_len);
         return -EPROTO;
     }
 
@@ -333,7 +334,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
     /* Counted in flight until drbd_apply_co() ends; not while drained */
     if (drbd_co_io_begin(s) < 0) {
-        g_free(buf);
+        drbd_payload_free(s, buf, buf_len);
         qemu_mutex_lock(&s->lock);
         s->conn.ua--;
         qemu_mutex_unlock(&s->lock);
@@ -347,6 +348,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     a->cmd = cmd;
     a->p = *p;
     a->buf = buf;
+    a->buf_len = buf_len;
     reqlist_init_req(&peer->apply_reqs, &a->req, p->offset, p->bytes);
     if (drbd_is_resync_write(cmd)) {
         peer->resync_inflight++;

@@ -244,7 +244,8 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             }
             if (ret == 0) {
                 /* the payload now belongs to the write */
-                ret = drbd_peer_apply(peer, h.cmd, &p, payload, &err);
+                ret = drbd_peer_apply(peer, h.cmd, &p, payload, h.length,
+                                      &err);
                 payload = NULL;
             }
             break;
@@ -301,7 +302,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
                        drbd_cmd_name(h.cmd));
             ret = -EINVAL;
         }
-        g_free(payload);
+        drbd_payload_free(s, payload, h.length);
         if (ret < 0) {
             drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
             error_free(err);
