@@ -15,8 +15,9 @@
 # created.  For each size, every run measures, in this order:
 #
 #   link          `qemu-img bench -w -s 1M -d 8 -t none` over NBD (TCP)
-#                 into a qemu-storage-daemon that writes a raw file: what
-#                 one stream of 1 MiB writes over loopback TCP achieves
+#                 into a qemu-storage-daemon that writes a raw file (filled
+#                 beforehand, as the drbd images are): what one stream of
+#                 1 MiB writes over loopback TCP achieves
 #   resync        once connected, `drbd-invalidate` on the secondary makes
 #                 a full resync, timed from the command until both nodes
 #                 are `connected` with `oos` 0.  Also: the target's `nr`
@@ -359,6 +360,9 @@ def wait_timeout(size):
 def measure_link(workdir, ports, size):
     img = os.path.join(workdir, 'link.raw')
     run_img(['create', '-q', '-f', 'raw', img, str(size)])
+    # Written over, as the resyncs write over their filled images: tmpfs
+    # allocating its pages is not the link's cost
+    fill_images([img], size)
     port = ports.take()
     d = None
     try:
