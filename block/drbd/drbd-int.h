@@ -131,6 +131,8 @@ typedef struct DrbdPeer {
      */
     GHashTable *csum_chunks;
     Coroutine *resync_waiter;
+    unsigned resync_readers;    /* chunks being read and sent */
+    bool resync_failed;         /* one of them failed: the resync stops */
 
     /* What the handshake decided, and the peer's UUIDs it saw */
     DrbdSyncDecision decision;

@@ -47,6 +47,8 @@
  */
 #define DRBD_RESYNC_WINDOW      64
 #define DRBD_CSUM_WINDOW        64
+/* Chunks read (and digested) at once, each holding its own range */
+#define DRBD_RESYNC_READERS     4
 
 QEMU_BUILD_BUG_ON(DRBD_RESYNC_CHUNK > DRBD_OV_MAX_BYTES);
 
@@ -324,15 +326,20 @@ static void coroutine_fn drbd_resync_sent_chunk(DrbdPeer *peer,
 
 /*
  * Wait until at most @max entries of @inflight (peer->resync_chunks or
- * peer->csum_chunks) are in flight; false if the connection broke
+ * peer->csum_chunks, or NULL for none) are in flight and at most
+ * @max_readers chunks are being read; false if the connection broke or a
+ * reader failed
  */
 static bool coroutine_fn drbd_resync_wait(DrbdPeer *peer,
-                                          GHashTable *inflight, guint max)
+                                          GHashTable *inflight, guint max,
+                                          unsigned max_readers)
 {
     BDRVDrbdState *s = peer->s;
 
     qemu_mutex_lock(&s->lock);
-    while (g_hash_table_size(inflight) > max && !peer->broken) {
+    while (((inflight && g_hash_table_size(inflight) > max) ||
+            peer->resync_readers > max_readers) &&
+           !peer->broken && !peer->resync_failed) {
         peer->resync_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
@@ -341,7 +348,62 @@ static bool coroutine_fn drbd_resync_wait(DrbdPeer *peer,
         qemu_mutex_lock(&s->lock);
     }
     qemu_mutex_unlock(&s->lock);
-    return !peer->broken;
+    return !peer->broken && !peer->resync_failed;
+}
+
+/* One chunk that a reader of its own reads and sends */
+typedef struct DrbdResyncRead {
+    DrbdPeer *peer;
+    int64_t offset, bytes;
+    bool csum;                  /* its checksums, not its data */
+} DrbdResyncRead;
+
+static void coroutine_fn drbd_resync_read_co(void *opaque)
+{
+    DrbdResyncRead *rr = opaque;
+    DrbdPeer *peer = rr->peer;
+    BDRVDrbdState *s = peer->s;
+    Coroutine *waiter;
+    int ret;
+
+    ret = rr->csum ? drbd_resync_csum_chunk(peer, rr->offset, rr->bytes) :
+                     drbd_resync_chunk(peer, rr->offset, rr->bytes);
+    qemu_mutex_lock(&s->lock);
+    peer->resync_readers--;
+    peer->resync_failed |= ret < 0;
+    waiter = peer->resync_waiter;
+    peer->resync_waiter = NULL;
+    qemu_mutex_unlock(&s->lock);
+    if (waiter) {
+        aio_co_wake(waiter);
+    }
+    g_free(rr);
+    drbd_peer_put(peer);
+}
+
+/*
+ * Read and send a chunk (its data, or its checksums with @csum) in a
+ * coroutine of its own, once fewer than DRBD_RESYNC_READERS run; false
+ * if the connection broke or a reader failed
+ */
+static bool coroutine_fn drbd_resync_read(DrbdPeer *peer, int64_t offset,
+                                          int64_t bytes, bool csum)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdResyncRead *rr;
+
+    if (!drbd_resync_wait(peer, NULL, 0, DRBD_RESYNC_READERS - 1)) {
+        return false;
+    }
+    rr = g_new(DrbdResyncRead, 1);
+    *rr = (DrbdResyncRead) {
+        .peer = peer, .offset = offset, .bytes = bytes, .csum = csum,
+    };
+    qemu_mutex_lock(&s->lock);
+    peer->resync_readers++;
+    qemu_mutex_unlock(&s->lock);
+    drbd_peer_spawn(peer, drbd_resync_read_co, rr);
+    return true;
 }
 
 /*
@@ -361,7 +423,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
         drbd_co_rehome(s);
         if (!drbd_resync_pause_point(peer, pc) ||
             !drbd_resync_wait(peer, peer->csum_chunks,
-                              DRBD_CSUM_WINDOW - 1)) {
+                              DRBD_CSUM_WINDOW - 1, UINT_MAX)) {
             return false;
         }
         qemu_mutex_lock(&s->lock);
@@ -371,14 +433,18 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
         if (!found) {
             break;
         }
-        if (drbd_resync_csum_chunk(peer, start, count) < 0) {
+        if (!drbd_resync_read(peer, start, count, true)) {
             return false;
         }
         offset = start + count;
         drbd_resync_sent_chunk(peer, pc, count);
     }
-    /* Every answer, so that the second pass sends only what differs */
-    return drbd_resync_wait(peer, peer->csum_chunks, 0);
+    /*
+     * Every checksum sent, and every answer, so that the second pass
+     * sends only what differs
+     */
+    return drbd_resync_wait(peer, NULL, 0, 0) &&
+           drbd_resync_wait(peer, peer->csum_chunks, 0, 0);
 }
 
 void coroutine_fn drbd_resync_run(DrbdPeer *peer)
@@ -416,7 +482,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         drbd_co_rehome(s);
         if (!drbd_resync_pause_point(peer, &pc) ||
             !drbd_resync_wait(peer, peer->resync_chunks,
-                              DRBD_RESYNC_WINDOW - 1)) {
+                              DRBD_RESYNC_WINDOW - 1, UINT_MAX)) {
             return;
         }
 
@@ -432,13 +498,14 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         if (!found) {
             break;
         }
-        if (drbd_resync_chunk(peer, start, count) < 0) {
+        if (!drbd_resync_read(peer, start, count, false)) {
             return;
         }
         offset = start + count;
         drbd_resync_sent_chunk(peer, &pc, count);
     }
-    if (peer->broken) {
+    /* RS_DONE goes after the last chunk */
+    if (!drbd_resync_wait(peer, NULL, 0, 0)) {
         return;
     }
 
