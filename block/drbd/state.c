@@ -279,9 +279,10 @@ uint64_t drbd_resync_done_locked(BDRVDrbdState *s)
                                       hbitmap_count(s->oos));
 }
 
-/* A resync starts: its speed counts from now */
+/* A resync starts: its speed counts from now, and nothing holds it yet */
 void drbd_resync_marks_start_locked(BDRVDrbdState *s)
 {
+    s->conn.resync_paused_after = NULL;
     drbd_pace_marks_start(&s->conn.resync_marks,
                           qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
 }
