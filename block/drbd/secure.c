@@ -28,7 +28,6 @@
  */
 
 #include "qemu/osdep.h"
-#include "block/thread-pool.h"
 #include "crypto/hash.h"
 #include "crypto/hmac.h"
 #include "crypto/random.h"
@@ -594,8 +593,10 @@ static int coroutine_fn drbd_authenticate(BDRVDrbdState *s, QIOChannel *ioc,
 
 typedef struct DrbdTlsHandshake {
     QIOChannelTLS *tioc;
-    bool done;
+    bool done;                  /* the handshake thread's */
     Error *err;
+    Coroutine *co;              /* woken when the thread is done */
+    QemuThread thread;
 } DrbdTlsHandshake;
 
 static void drbd_tls_handshake_done(QIOTask *task, void *opaque)
@@ -606,8 +607,16 @@ static void drbd_tls_handshake_done(QIOTask *task, void *opaque)
     hs->done = true;
 }
 
-/* In a worker thread: the whole TLS handshake, on a context of its own */
-static int drbd_tls_handshake_thread(void *opaque)
+/*
+ * A thread of its own for the whole TLS handshake, on a GMainContext of
+ * its own.  Not one of the AioContext's thread pool: a peer that stalls
+ * holds the thread until ping-timeout, and the pool's workers are the
+ * ones the node's file I/O (aio=threads) waits for; with a few stalled
+ * handshakes a flush queued behind them waited the whole ping-timeout.
+ * The connection manager ends a stalled handshake by shutting its socket
+ * down (a deadline, or the node closing).
+ */
+static void *drbd_tls_handshake_thread(void *opaque)
 {
     DrbdTlsHandshake *hs = opaque;
     GMainContext *ctx = g_main_context_new();
@@ -618,7 +627,8 @@ static int drbd_tls_handshake_thread(void *opaque)
         g_main_context_iteration(ctx, TRUE);
     }
     g_main_context_unref(ctx);
-    return hs->err ? -EIO : 0;
+    aio_co_wake(hs->co);
+    return NULL;
 }
 
 /* Upgrade *@ioc to TLS; on success *@ioc is the TLS channel over it */
@@ -640,7 +650,13 @@ static int coroutine_fn drbd_start_tls(BDRVDrbdState *s, QIOChannel **ioc,
         error_prepend(errp, "TLS: ");
         return -EINVAL;
     }
-    if (thread_pool_submit_co(drbd_tls_handshake_thread, &hs) < 0) {
+    hs.co = qemu_coroutine_self();
+    qemu_thread_create(&hs.thread, "drbd-tls", drbd_tls_handshake_thread,
+                       &hs, QEMU_THREAD_JOINABLE);
+    /* Woken by the thread only: nothing else knows this coroutine */
+    qemu_coroutine_yield();
+    qemu_thread_join(&hs.thread);
+    if (hs.err) {
         error_propagate_prepend(errp, hs.err, "TLS handshake with the "
                                 "peer: ");
         object_unref(OBJECT(hs.tioc));
