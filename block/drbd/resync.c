@@ -285,7 +285,7 @@ static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer,
 
         qemu_mutex_lock(&s->lock);
         if (after && after != s->conn.resync_paused_after) {
-            trace_drbd_resync_after(s->bs, after ?: "");
+            trace_drbd_resync_after(s->bs, after);
         }
         s->conn.resync_paused_after = after;
         qemu_mutex_unlock(&s->lock);
