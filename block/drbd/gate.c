@@ -179,12 +179,58 @@ int drbd_gate_resync_done(const DrbdGate *g, Error **errp)
     return 0;
 }
 
+static bool disk_detached(DrbdDiskState d)
+{
+    return d == DRBD_DISK_STATE_DISKLESS || d == DRBD_DISK_STATE_FAILED;
+}
+
 int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
                     Error **errp)
 {
     if (st->role == DRBD_ROLE_PRIMARY && g->role == DRBD_ROLE_PRIMARY) {
         error_setg(errp, "the peer became primary while this node is "
                    "primary");
+        return -EINVAL;
+    }
+    if (disk_detached(g->peer_disk) && !disk_detached(st->disk_state)) {
+        error_setg(errp, "the peer's disk is %s, but it announces %s: a "
+                   "disk comes back only through a new handshake",
+                   DrbdDiskState_str(g->peer_disk),
+                   DrbdDiskState_str(st->disk_state));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_data_request(const DrbdGate *g, const DrbdBlockAck *r,
+                           Error **errp)
+{
+    if (g->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "DATA_REQUEST at %" PRIu64 " from a %s peer while "
+                   "this node is primary", r->offset,
+                   DrbdRole_str(g->peer_role));
+        return -EINVAL;
+    }
+    if (g->peer_role != DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "DATA_REQUEST at %" PRIu64 " from a %s peer: only "
+                   "a primary reads", r->offset,
+                   DrbdRole_str(g->peer_role));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_data_reply(const DrbdGate *g, uint16_t cmd, uint64_t id,
+                         uint64_t offset, uint32_t bytes, Error **errp)
+{
+    const DrbdGateRead *r = g->reads_pending ?
+                            g_hash_table_lookup(g->reads_pending, &id) :
+                            NULL;
+
+    if (!r || r->offset != offset || r->bytes != bytes) {
+        error_setg(errp, "%s for a read never requested or already "
+                   "answered (offset %" PRIu64 ", %" PRIu32 " bytes)",
+                   drbd_cmd_name(cmd), offset, bytes);
         return -EINVAL;
     }
     return 0;

@@ -68,6 +68,12 @@ typedef struct DrbdGateOv {
     bool digests;               /* it carried our digests */
 } DrbdGateOv;
 
+/* A DATA_REQUEST this node sent, waiting for its DATA_REPLY or NEG_DREPLY */
+typedef struct DrbdGateRead {
+    uint64_t offset;
+    uint32_t bytes;
+} DrbdGateRead;
+
 typedef struct DrbdGate {
     /* The device */
     uint64_t disk_size;         /* bytes of data */
@@ -106,6 +112,11 @@ typedef struct DrbdGate {
      * valued as resync_chunks
      */
     GHashTable *csum_chunks;
+    /*
+     * Guest reads sent to the peer and not yet answered: from a pointer
+     * to the request's id (uint64_t) to its DrbdGateRead
+     */
+    GHashTable *reads_pending;
 } DrbdGate;
 
 /*
@@ -179,8 +190,29 @@ int drbd_gate_csum(const DrbdGate *g, const DrbdOvPacket *p, Error **errp);
 int drbd_gate_csum_reply(const DrbdGate *g, const DrbdOvPacket *p,
                          Error **errp);
 
-/* A STATE packet @st.  Reads role. */
+/*
+ * A STATE packet @st.  Reads role and peer_disk: a peer that is primary
+ * while we are, or whose detached disk (diskless, failed) comes back
+ * outside a handshake, is refused.
+ */
 int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
                     Error **errp);
+
+/*
+ * A DATA_REQUEST for @r (the decoder checked its range).  Reads role and
+ * peer_role: only a primary peer reads through us, and never from a
+ * primary.  Whether our data can serve it is the caller's to answer
+ * (with a NEG_DREPLY), not a protocol error.
+ */
+int drbd_gate_data_request(const DrbdGate *g, const DrbdBlockAck *r,
+                           Error **errp);
+
+/*
+ * A DATA_REPLY or NEG_DREPLY (@cmd) for the request @id at @offset of
+ * @bytes.  Reads reads_pending: it must answer a request we sent and
+ * that is still waiting, with its range.
+ */
+int drbd_gate_data_reply(const DrbdGate *g, uint16_t cmd, uint64_t id,
+                         uint64_t offset, uint32_t bytes, Error **errp);
 
 #endif /* BLOCK_DRBD_GATE_H */

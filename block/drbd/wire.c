@@ -155,6 +155,9 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_RS_CSUM]      = { "RS_CSUM", OV_SIZE, OV_MAX_SIZE },
     [DRBD_CMD_RS_CSUM_REPLY] = { "RS_CSUM_REPLY", OV_SIZE + 8, OV_SIZE + 8 },
     [DRBD_CMD_RS_ZEROES]    = { "RS_ZEROES", DATA_SIZE, DATA_SIZE },
+    [DRBD_CMD_DATA_REQUEST] = { "DATA_REQUEST", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_DATA_REPLY]   = { "DATA_REPLY", DATA_MIN_SIZE, DATA_MAX_SIZE },
+    [DRBD_CMD_NEG_DREPLY]   = { "NEG_DREPLY", ACK_SIZE, ACK_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -184,7 +187,8 @@ const char *drbd_cmd_name(uint16_t cmd)
 
 static bool is_data_cmd(uint16_t cmd)
 {
-    return cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
+    return cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA ||
+           cmd == DRBD_CMD_DATA_REPLY;
 }
 
 static bool is_request_cmd(uint16_t cmd)
@@ -200,6 +204,8 @@ static bool is_block_ack_cmd(uint16_t cmd)
     case DRBD_CMD_WRITE_ACK:
     case DRBD_CMD_NEG_ACK:
     case DRBD_CMD_OUT_OF_SYNC:
+    case DRBD_CMD_DATA_REQUEST:
+    case DRBD_CMD_NEG_DREPLY:
         return true;
     default:
         return false;
@@ -819,11 +825,18 @@ int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
     req.digest = NULL;
     req.digest_len = 0;
 
-    if ((cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES) &&
-        req.unordered) {
-        error_setg(errp, "%s packet: resync data is not a guest write, "
-                   "but claims %" PRIu32 " unordered writes", name,
+    if ((cmd == DRBD_CMD_RS_DATA || cmd == DRBD_CMD_RS_ZEROES ||
+         cmd == DRBD_CMD_DATA_REPLY) && req.unordered) {
+        error_setg(errp, "%s packet: %s is not a guest write, but claims "
+                   "%" PRIu32 " unordered writes", name,
+                   cmd == DRBD_CMD_DATA_REPLY ? "read data" : "resync data",
                    req.unordered);
+        return -EINVAL;
+    }
+    if (cmd == DRBD_CMD_DATA_REPLY && (req.epoch || req.flags)) {
+        error_setg(errp, "%s packet: read data has no epoch and no flags "
+                   "(epoch %" PRIu32 ", flags 0x%" PRIx32 ")", name,
+                   req.epoch, req.flags);
         return -EINVAL;
     }
     if (req.flags & ~DRBD_DP_ALL) {
@@ -885,8 +898,10 @@ int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,
         error_setg(errp, "%s packet: padding is not zero", name);
         return -EINVAL;
     }
-    if (check_range(name, ack.offset, ack.bytes, DRBD_WIRE_MAX_ZEROES,
-                    disk_size, errp) < 0) {
+    if (check_range(name, ack.offset, ack.bytes,
+                    cmd == DRBD_CMD_DATA_REQUEST ||
+                    cmd == DRBD_CMD_NEG_DREPLY ? DRBD_WIRE_MAX_DATA :
+                    DRBD_WIRE_MAX_ZEROES, disk_size, errp) < 0) {
         return -EINVAL;
     }
 

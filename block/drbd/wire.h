@@ -26,8 +26,14 @@
  * Version 2: DATA, ZEROES and DISCARD say which earlier writes they do
  * not depend on (DrbdDataPacket.unordered); version 1 had zero padding.
  */
+/*
+ * Version 3: DATA_REQUEST, DATA_REPLY and NEG_DREPLY (guest reads served
+ * by the peer); a node sends them only to a peer that speaks version 3.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  2
+#define DRBD_PROTO_VERSION_MAX  3
+/* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
+#define DRBD_PROTO_VERSION_READS 3
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -97,6 +103,10 @@ typedef enum DrbdCmd {
     DRBD_CMD_RS_CSUM        = 26,   /* sync source, data: its digests */
     DRBD_CMD_RS_CSUM_REPLY  = 27,   /* sync target, meta: which differ */
     DRBD_CMD_RS_ZEROES      = 28,   /* sync source: a block reads as zeroes */
+    /* guest reads served by the peer (version 3), data channel */
+    DRBD_CMD_DATA_REQUEST   = 29,   /* send me these blocks */
+    DRBD_CMD_DATA_REPLY     = 30,   /* the blocks asked for */
+    DRBD_CMD_NEG_DREPLY     = 31,   /* they could not be read */
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -162,8 +172,8 @@ typedef struct DrbdUuidsPacket {
 #define DRBD_DP_ALL         (DRBD_DP_FUA | DRBD_DP_MAY_UNMAP)
 
 /*
- * DATA, ZEROES, DISCARD, RS_DATA and RS_ZEROES carry a request; for DATA
- * and RS_DATA,
+ * DATA, ZEROES, DISCARD, RS_DATA, RS_ZEROES and DATA_REPLY carry a
+ * request; for DATA, RS_DATA and DATA_REPLY,
  * @bytes of data follow the fixed part and @data points into the buffer
  * that was decoded (it is not copied).
  */
@@ -176,19 +186,22 @@ typedef struct DrbdDataPacket {
     /*
      * Guest writes: how many of the guest writes sent just before this
      * one the guest had not seen complete when it issued it (order.h);
-     * RS_DATA and RS_ZEROES: 0
+     * RS_DATA, RS_ZEROES and DATA_REPLY: 0
      */
     uint32_t unordered;
-    const uint8_t *data;    /* DATA and RS_DATA only, else NULL */
+    const uint8_t *data;    /* DATA, RS_DATA, DATA_REPLY, else NULL */
     /*
-     * DATA and RS_DATA with data-integrity-alg: the digest of the data,
-     * DRBD_WIRE_DIGEST_MIN to _MAX bytes; else 0 bytes
+     * DATA, RS_DATA and DATA_REPLY with data-integrity-alg: the digest
+     * of the data, DRBD_WIRE_DIGEST_MIN to _MAX bytes; else 0 bytes
      */
     const uint8_t *digest;
     uint32_t digest_len;
 } DrbdDataPacket;
 
-/* RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC */
+/*
+ * RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC; DATA_REQUEST (at most
+ * DRBD_WIRE_MAX_DATA bytes) and NEG_DREPLY use the same layout
+ */
 typedef struct DrbdBlockAck {
     uint64_t offset;
     uint64_t id;
@@ -306,8 +319,9 @@ void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 /*
- * @cmd is DATA, ZEROES, DISCARD or RS_DATA; data is appended for DATA
- * and RS_DATA only (@p->bytes of it from @p->data)
+ * @cmd is DATA, ZEROES, DISCARD, RS_DATA, RS_ZEROES or DATA_REPLY; data
+ * is appended for DATA, RS_DATA and DATA_REPLY only (@p->bytes of it
+ * from @p->data)
  */
 void drbd_wire_put_data(GByteArray *out, uint16_t cmd,
                         const DrbdDataPacket *p);
@@ -317,7 +331,10 @@ void drbd_wire_put_data(GByteArray *out, uint16_t cmd,
  */
 void drbd_wire_put_data_header(GByteArray *out, uint16_t cmd,
                                const DrbdDataPacket *p);
-/* @cmd is RECV_ACK, WRITE_ACK, NEG_ACK or OUT_OF_SYNC */
+/*
+ * @cmd is RECV_ACK, WRITE_ACK, NEG_ACK, OUT_OF_SYNC, DATA_REQUEST or
+ * NEG_DREPLY
+ */
 void drbd_wire_put_block_ack(GByteArray *out, uint16_t cmd,
                              const DrbdBlockAck *a);
 /* @cmd is BARRIER or BARRIER_ACK */

@@ -376,6 +376,80 @@ static void test_state(void)
                    "the peer became primary while this node is primary");
     st.role = DRBD_ROLE_SECONDARY;
     assert_ok(drbd_gate_state(&g, &st, &err), err);
+
+    /* A disk that detached goes on without a disk until a handshake */
+    g = secondary();
+    st.disk_state = DRBD_DISK_STATE_DISKLESS;
+    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    g.peer_disk = DRBD_DISK_STATE_FAILED;
+    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    g.peer_disk = DRBD_DISK_STATE_DISKLESS;
+    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    st.disk_state = DRBD_DISK_STATE_UP_TO_DATE;
+    assert_refused(drbd_gate_state(&g, &st, &err), &err,
+                   "a disk comes back only through a new handshake");
+    st.disk_state = DRBD_DISK_STATE_INCONSISTENT;
+    assert_refused(drbd_gate_state(&g, &st, &err), &err,
+                   "but it announces inconsistent");
+    /* An attached disk may lose its data's currency (pass-on) */
+    g.peer_disk = DRBD_DISK_STATE_UP_TO_DATE;
+    assert_ok(drbd_gate_state(&g, &st, &err), err);
+}
+
+static void test_data_request(void)
+{
+    DrbdBlockAck r = { .offset = 4096, .id = 1, .bytes = 4096 };
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    /* A primary reads through its secondary */
+    assert_ok(drbd_gate_data_request(&g, &r, &err), err);
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_data_request(&g, &r, &err), &err,
+                   "only a primary reads");
+    g.peer_role = DRBD_ROLE_UNKNOWN;
+    assert_refused(drbd_gate_data_request(&g, &r, &err), &err,
+                   "only a primary reads");
+    g = secondary();
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_data_request(&g, &r, &err), &err,
+                   "while this node is primary");
+}
+
+static void test_data_reply(void)
+{
+    g_autoptr(GHashTable) pending = g_hash_table_new(g_int64_hash,
+                                                     g_int64_equal);
+    uint64_t id = 5;
+    DrbdGateRead r = { .offset = 8192, .bytes = 4096 };
+    DrbdGate g = { .reads_pending = pending };
+    Error *err = NULL;
+
+    /* Nothing asked: nothing may be answered */
+    assert_refused(drbd_gate_data_reply(&g, DRBD_CMD_DATA_REPLY, id, 8192,
+                                        4096, &err), &err,
+                   "DATA_REPLY for a read never requested");
+    g.reads_pending = NULL;
+    assert_refused(drbd_gate_data_reply(&g, DRBD_CMD_NEG_DREPLY, id, 8192,
+                                        4096, &err), &err,
+                   "NEG_DREPLY for a read never requested");
+    g.reads_pending = pending;
+
+    g_hash_table_insert(pending, &id, &r);
+    assert_ok(drbd_gate_data_reply(&g, DRBD_CMD_DATA_REPLY, id, 8192, 4096,
+                                   &err), err);
+    assert_ok(drbd_gate_data_reply(&g, DRBD_CMD_NEG_DREPLY, id, 8192, 4096,
+                                   &err), err);
+    /* The answer must be to the request, range and all */
+    assert_refused(drbd_gate_data_reply(&g, DRBD_CMD_DATA_REPLY, id + 1,
+                                        8192, 4096, &err), &err,
+                   "never requested");
+    assert_refused(drbd_gate_data_reply(&g, DRBD_CMD_DATA_REPLY, id, 4096,
+                                        4096, &err), &err,
+                   "never requested");
+    assert_refused(drbd_gate_data_reply(&g, DRBD_CMD_DATA_REPLY, id, 8192,
+                                        8192, &err), &err,
+                   "never requested");
 }
 
 static void test_ov_request(void)
@@ -848,6 +922,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/out-of-sync", test_out_of_sync);
     g_test_add_func("/drbd-gate/resync-done", test_resync_done);
     g_test_add_func("/drbd-gate/state", test_state);
+    g_test_add_func("/drbd-gate/data-request", test_data_request);
+    g_test_add_func("/drbd-gate/data-reply", test_data_reply);
     g_test_add_func("/drbd-gate/ov-request", test_ov_request);
     g_test_add_func("/drbd-gate/ov-reply", test_ov_reply);
     g_test_add_func("/drbd-gate/csum", test_csum);

@@ -29,6 +29,7 @@
 #define SIZES_CSUMS     15
 #define STATE_SIZE      4
 #define DATA_OFFSET     0
+#define DATA_EPOCH      16
 #define DATA_FLAGS      20
 #define DATA_BYTES      24
 #define DATA_UNORDERED  28
@@ -173,10 +174,17 @@ static GByteArray *digest_packet(uint16_t cmd, uint64_t offset,
         .bytes = bytes,
         /* resync data must say 0; guest writes round-trip any value */
         .unordered = cmd == DRBD_CMD_RS_DATA ||
-                     cmd == DRBD_CMD_RS_ZEROES ? 0 : 31,
+                     cmd == DRBD_CMD_RS_ZEROES ||
+                     cmd == DRBD_CMD_DATA_REPLY ? 0 : 31,
     };
 
-    if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
+    if (cmd == DRBD_CMD_DATA_REPLY) {
+        /* Read data has no epoch and no flags */
+        p.epoch = 0;
+        p.flags = 0;
+    }
+    if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA ||
+        cmd == DRBD_CMD_DATA_REPLY) {
         data = g_malloc(bytes);
         fill_pattern(data, bytes, offset / 512);
         p.data = data;
@@ -308,8 +316,10 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
     case DRBD_CMD_RS_DATA:
     case DRBD_CMD_ZEROES:
     case DRBD_CMD_DISCARD:
-    case DRBD_CMD_RS_ZEROES: {
-        bool has_data = cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA;
+    case DRBD_CMD_RS_ZEROES:
+    case DRBD_CMD_DATA_REPLY: {
+        bool has_data = cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA ||
+                        cmd == DRBD_CMD_DATA_REPLY;
         DrbdDataPacket p;
 
         ret = drbd_wire_get_data(cmd, buf, len, disk_size, &p, errp);
@@ -322,6 +332,11 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
                 g_assert_cmpuint(p.offset + p.bytes, <=, disk_size);
             }
             g_assert_cmpuint(p.flags & ~DRBD_DP_ALL, ==, 0);
+            if (cmd == DRBD_CMD_DATA_REPLY) {
+                g_assert_cmpuint(p.epoch, ==, 0);
+                g_assert_cmpuint(p.flags, ==, 0);
+                g_assert_cmpuint(p.unordered, ==, 0);
+            }
             if (has_data) {
                 g_assert_cmpuint(p.bytes, <=, DRBD_WIRE_MAX_DATA);
                 g_assert_cmpuint(len, ==, DATA_SIZE + p.digest_len + p.bytes);
@@ -346,7 +361,9 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
     case DRBD_CMD_RECV_ACK:
     case DRBD_CMD_WRITE_ACK:
     case DRBD_CMD_NEG_ACK:
-    case DRBD_CMD_OUT_OF_SYNC: {
+    case DRBD_CMD_OUT_OF_SYNC:
+    case DRBD_CMD_DATA_REQUEST:
+    case DRBD_CMD_NEG_DREPLY: {
         DrbdBlockAck a;
 
         ret = drbd_wire_get_block_ack(cmd, buf, len, disk_size, &a, errp);
@@ -354,6 +371,10 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
             g_assert_cmpuint(len, ==, ACK_SIZE);
             g_assert_cmpuint(a.bytes, >, 0);
             g_assert_cmpuint(a.bytes, <=, DRBD_WIRE_MAX_ZEROES);
+            if (cmd == DRBD_CMD_DATA_REQUEST ||
+                cmd == DRBD_CMD_NEG_DREPLY) {
+                g_assert_cmpuint(a.bytes, <=, DRBD_WIRE_MAX_DATA);
+            }
             g_assert_cmpuint(a.bytes % DRBD_WIRE_ALIGN, ==, 0);
             g_assert_cmpuint(a.offset % DRBD_WIRE_ALIGN, ==, 0);
             g_assert_cmpuint(a.offset, <=, INT64_MAX - a.bytes);
@@ -515,6 +536,14 @@ static GPtrArray *valid_packets(void)
     g_ptr_array_add(pkts, data_packet(DRBD_CMD_DISCARD, 512, 4096, 0, NULL));
     g_ptr_array_add(pkts, data_packet(DRBD_CMD_RS_ZEROES, 4096, 256 * KiB,
                                       DRBD_DP_MAY_UNMAP, NULL));
+    g_ptr_array_add(pkts, data_packet(DRBD_CMD_DATA_REPLY, 8192, 4096, 0,
+                                      NULL));
+    pkt = g_byte_array_new();
+    drbd_wire_put_block_ack(pkt, DRBD_CMD_DATA_REQUEST, &ack);
+    g_ptr_array_add(pkts, pkt);
+    pkt = g_byte_array_new();
+    drbd_wire_put_block_ack(pkt, DRBD_CMD_NEG_DREPLY, &ack);
+    g_ptr_array_add(pkts, pkt);
 
     for (i = 0; i < ARRAY_SIZE(block_ack_cmds); i++) {
         pkt = g_byte_array_new();
@@ -3357,6 +3386,96 @@ static void test_mutation(void)
     g_assert_cmpuint(rejected, >, 0);
 }
 
+/*
+ * A guest read served by the peer (version 3): DATA_REQUEST and
+ * NEG_DREPLY carry a block ack's fields, DATA_REPLY a data packet's with
+ * the data read
+ */
+static void test_read_round_trip(void)
+{
+    static const uint16_t cmds[] = {
+        DRBD_CMD_DATA_REQUEST, DRBD_CMD_NEG_DREPLY,
+    };
+    DrbdBlockAck in = { .offset = 1 * MiB, .id = 77, .bytes = 1 * MiB };
+    g_autoptr(GByteArray) reply = NULL;
+    g_autofree uint8_t *data = NULL;
+    DrbdDataPacket p;
+    DrbdBlockAck out;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(cmds); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+        drbd_wire_put_block_ack(pkt, cmds[i], &in);
+        g_assert_cmpuint(pkt->len, ==, HDR + ACK_SIZE);
+        g_assert_cmpint(drbd_wire_get_block_ack(cmds[i], pkt->data + HDR,
+                                                ACK_SIZE, DISK_SIZE, &out,
+                                                &error_abort), ==, 0);
+        g_assert_cmpuint(out.offset, ==, in.offset);
+        g_assert_cmpuint(out.id, ==, in.id);
+        g_assert_cmpuint(out.bytes, ==, in.bytes);
+    }
+
+    reply = data_packet(DRBD_CMD_DATA_REPLY, 4096, 64 * KiB, 0, &data);
+    g_assert_cmpint(drbd_wire_get_data(DRBD_CMD_DATA_REPLY,
+                                       reply->data + HDR, reply->len - HDR,
+                                       DISK_SIZE, &p, &error_abort), ==, 0);
+    g_assert_cmpuint(p.offset, ==, 4096);
+    g_assert_cmpuint(p.bytes, ==, 64 * KiB);
+    g_assert_cmpuint(p.epoch, ==, 0);
+    g_assert_cmpmem(p.data, p.bytes, data, 64 * KiB);
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_DATA_REQUEST), ==, "DATA_REQUEST");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_DATA_REPLY), ==, "DATA_REPLY");
+    g_assert_cmpstr(drbd_cmd_name(DRBD_CMD_NEG_DREPLY), ==, "NEG_DREPLY");
+}
+
+static void test_read_invalid(void)
+{
+    DrbdBlockAck in = { .offset = 0, .id = 1, .bytes = 1 * MiB };
+    g_autoptr(GByteArray) req = g_byte_array_new();
+    g_autoptr(GByteArray) reply = NULL;
+    Error *err = NULL;
+    DrbdDataPacket p;
+    DrbdBlockAck a;
+    uint8_t *buf;
+
+    /* A read asks for at most what one DATA_REPLY carries */
+    drbd_wire_put_block_ack(req, DRBD_CMD_DATA_REQUEST, &in);
+    buf = req->data + HDR;
+    stl_be_p(buf + ACK_BYTES, DRBD_WIRE_MAX_DATA + 512);
+    assert_failed(drbd_wire_get_block_ack(DRBD_CMD_DATA_REQUEST, buf,
+                                          ACK_SIZE, 0, &a, &err), &err);
+    assert_failed(drbd_wire_get_block_ack(DRBD_CMD_NEG_DREPLY, buf,
+                                          ACK_SIZE, 0, &a, &err), &err);
+    stl_be_p(buf + ACK_BYTES, 4096);
+    stq_be_p(buf + ACK_OFFSET, DISK_SIZE);
+    assert_failed(drbd_wire_get_block_ack(DRBD_CMD_DATA_REQUEST, buf,
+                                          ACK_SIZE, DISK_SIZE, &a, &err),
+                  &err);
+
+    /* Read data is no write: no epoch, no flags, no unordered writes */
+    reply = data_packet(DRBD_CMD_DATA_REPLY, 0, 4096, 0, NULL);
+    buf = reply->data + HDR;
+    stl_be_p(buf + DATA_EPOCH, 1);
+    assert_failed(drbd_wire_get_data(DRBD_CMD_DATA_REPLY, buf,
+                                     reply->len - HDR, DISK_SIZE, &p, &err),
+                  &err);
+    stl_be_p(buf + DATA_EPOCH, 0);
+    stl_be_p(buf + DATA_FLAGS, DRBD_DP_FUA);
+    assert_failed(drbd_wire_get_data(DRBD_CMD_DATA_REPLY, buf,
+                                     reply->len - HDR, DISK_SIZE, &p, &err),
+                  &err);
+    stl_be_p(buf + DATA_FLAGS, 0);
+    stl_be_p(buf + DATA_UNORDERED, 1);
+    assert_failed(drbd_wire_get_data(DRBD_CMD_DATA_REPLY, buf,
+                                     reply->len - HDR, DISK_SIZE, &p, &err),
+                  &err);
+    stl_be_p(buf + DATA_UNORDERED, 0);
+    g_assert_cmpint(drbd_wire_get_data(DRBD_CMD_DATA_REPLY, buf,
+                                       reply->len - HDR, DISK_SIZE, &p,
+                                       &error_abort), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -3395,6 +3514,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/digest/invalid", test_digest_invalid);
     g_test_add_func("/drbd-wire/digest/length",
                     test_digest_length_from_payload);
+    g_test_add_func("/drbd-wire/read/round-trip", test_read_round_trip);
+    g_test_add_func("/drbd-wire/read/invalid", test_read_invalid);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
     g_test_add_func("/drbd-wire/mutation", test_mutation);
 
