@@ -234,6 +234,11 @@ DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
                                               g_free, NULL);
     peer->ov_pending = g_hash_table_new_full(g_int64_hash, g_int64_equal,
                                              g_free, g_free);
+    /* Keys and values are the readers' own (DrbdPeerRead) */
+    peer->reads_pending = g_hash_table_new(g_int64_hash, g_int64_equal);
+    qemu_mutex_lock(&s->lock);
+    peer->version = s->conn.hello_version;
+    qemu_mutex_unlock(&s->lock);
     return peer;
 }
 
@@ -246,6 +251,8 @@ void drbd_peer_free(DrbdPeer *peer)
     g_hash_table_destroy(peer->resync_chunks);
     g_hash_table_destroy(peer->ov_pending);
     g_hash_table_destroy(peer->csum_chunks);
+    assert(!g_hash_table_size(peer->reads_pending));
+    g_hash_table_destroy(peer->reads_pending);
     g_free(peer->meta_rx.data);
     if (peer->meta_out) {
         g_byte_array_unref(peer->meta_out);
@@ -262,7 +269,10 @@ void drbd_peer_free(DrbdPeer *peer)
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
 {
     BDRVDrbdState *s = peer->s;
+    g_autoptr(GPtrArray) readers = g_ptr_array_new();
     Coroutine *waiters[3];
+    GHashTableIter iter;
+    DrbdPeerRead *r;
     va_list ap;
     int i;
 
@@ -295,11 +305,25 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     peer->ov_waiter = NULL;
     peer->ov_serve_waiter = NULL;
     peer->resync_waiter = NULL;
+    /* ... and guest reads waiting for the peer's data, that it won't come */
+    g_hash_table_iter_init(&iter, peer->reads_pending);
+    while (g_hash_table_iter_next(&iter, NULL, (gpointer *)&r)) {
+        r->done = true;
+        r->ret = -EIO;
+        if (r->waiter) {
+            g_ptr_array_add(readers, r->waiter);
+            r->waiter = NULL;
+        }
+        g_hash_table_iter_remove(&iter);
+    }
     qemu_mutex_unlock(&s->lock);
     for (i = 0; i < ARRAY_SIZE(waiters); i++) {
         if (waiters[i]) {
             aio_co_wake(waiters[i]);
         }
+    }
+    for (i = 0; i < readers->len; i++) {
+        aio_co_wake(g_ptr_array_index(readers, i));
     }
 }
 

@@ -358,7 +358,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
 {
     bool new_generation;
     DrbdUuids u;
-    bool sync_source, sync_target;
+    bool sync_source, sync_target, peer_diskless;
 
     qemu_mutex_lock(&s->lock);
     /*
@@ -370,7 +370,9 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     sync_target = peer->resync_bits &&
                   (peer->decision == DRBD_SYNC_TARGET ||
                    peer->decision == DRBD_SYNC_FULL_TARGET);
-    sync_source = !sync_target && hbitmap_count(s->oos) &&
+    peer_diskless = drbd_disk_detached(peer->disk);
+    sync_source = !sync_target && hbitmap_count(s->oos) && !s->detached &&
+                  !peer_diskless &&
                   (peer->decision == DRBD_SYNC_SOURCE ||
                    peer->decision == DRBD_SYNC_FULL_SOURCE ||
                    s->role == DRBD_ROLE_PRIMARY);
@@ -401,6 +403,10 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     }
     qemu_mutex_unlock(&s->lock);
 
+    if (peer_diskless) {
+        /* It serves as a client, and its disk comes back resynced */
+        drbd_tl_peer_disk_gone(peer, peer->role == DRBD_ROLE_PRIMARY);
+    }
     drbd_set_state(s, -1, sync_source ? DRBD_CONN_STATE_SYNC_SOURCE :
                    sync_target ? DRBD_CONN_STATE_SYNC_TARGET :
                    DRBD_CONN_STATE_CONNECTED, -1, peer->role,

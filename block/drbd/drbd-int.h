@@ -23,6 +23,7 @@
 #include "qemu/thread.h"
 
 #include "al-cache.h"
+#include "gate.h"
 #include "md-format.h"
 #include "order.h"
 #include "pace.h"
@@ -97,8 +98,24 @@ typedef struct DrbdSleep {
  * The connection manager frees the peer once it is broken and every
  * reference (drbd_peer_get(), drbd_peer_spawn()) is gone.
  */
+/*
+ * A guest read sent to the peer (readpeer.c), from its DATA_REQUEST until
+ * its DATA_REPLY or NEG_DREPLY, or the connection's end.  In the peer's
+ * reads_pending while it waits; @gate first, for the gate's lookup.
+ */
+typedef struct DrbdPeerRead {
+    DrbdGateRead gate;
+    uint64_t id;
+    QEMUIOVector *qiov;
+    size_t qiov_offset;
+    Coroutine *waiter;          /* the guest's coroutine */
+    bool done;                  /* answered, or given up: @ret says how */
+    int ret;
+} DrbdPeerRead;
+
 typedef struct DrbdPeer {
     BDRVDrbdState *s;
+    uint32_t version;           /* the protocol version both speak */
 
     QIOChannel *data;           /* a socket, or TLS over it */
     QIOChannel *meta;
@@ -174,6 +191,16 @@ typedef struct DrbdPeer {
     Coroutine *ov_waiter;
     unsigned ov_serving;
     Coroutine *ov_serve_waiter;
+
+    /*
+     * Guest reads served by the peer (readpeer.c), under s->lock: as the
+     * reader, the requests sent and not answered, from the id to a
+     * DrbdPeerRead (the gate's reads_pending); as the server, the
+     * DATA_REQUESTs being read
+     */
+    GHashTable *reads_pending;
+    uint64_t read_next_id;
+    unsigned reads_serving;
 } DrbdPeer;
 
 /*
@@ -220,6 +247,8 @@ typedef struct DrbdVerify {
 typedef struct DrbdConnection {
     /* Configuration, fixed at open */
     uint8_t peer_node_id;
+    /* The protocol version of the latest HELLO exchange, under s->lock */
+    uint32_t hello_version;
     char protocol;              /* 'A', 'B' or 'C' */
     SocketAddress *listen_addr;
     SocketAddress *peer_addr;
@@ -327,6 +356,24 @@ struct BDRVDrbdState {
     DrbdRole role;
     DrbdDiskState disk;
     char *last_error;
+
+    /*
+     * Local disk failures (state.c): on-io-error is fixed at open.
+     * detached (atomic reads, written under s->lock) is set once the
+     * node stops using its disk, for good until it is opened again:
+     * guest I/O then goes to the peer, and the metadata is no longer
+     * written.  disk_error_bh (main loop) writes the superblock one last
+     * time, best effort, and tells the peer (also after a write error
+     * passed on made a secondary's data inconsistent).  The two flags
+     * say that a refusal for lack of an up-to-date peer, and a
+     * passed-on error, were logged (once per streak).
+     */
+    DrbdOnIoError on_io_error;
+    uint64_t disk_timeout_ns;   /* disk-timeout, fixed at open; 0: none */
+    bool detached;
+    QEMUBH *disk_error_bh;
+    bool no_peer_reported;
+    bool pass_on_reported;
     uint64_t hs_gen;            /* role, disk state or UUIDs changed */
     bool refusal_reported;      /* a refused guest request was logged */
     bool auto_refusal_reported; /* a failed auto-promotion was logged */
@@ -441,6 +488,8 @@ struct BDRVDrbdState {
  *   resync.c                 the sync source's side of a resync
  *   job.c                    the resync and the verify as QEMU jobs
  *   tl.c                     the transfer log: guest writes to the peer
+ *   readpeer.c               guest reads served by the peer
+ *   disk.c                   requests to the local disk, disk-timeout
  *   channel.c                packets on the two channels, peer references
  *   meta.c                   metadata on disk: superblock, bitmap, AL
  *   state.c                  roles, connection and disk states, UUIDs
@@ -474,6 +523,9 @@ void drbd_sleep_wake(BDRVDrbdState *s, DrbdSleep *sl, bool stop);
 void drbd_timer_set_flag(void *opaque);
 
 /* state.c */
+bool drbd_detach(BDRVDrbdState *s, const char *reason, bool failed);
+bool drbd_local_error(BDRVDrbdState *s, DrbdIoOperation op, int ret);
+bool drbd_disk_detached(DrbdDiskState d);
 void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
                     int peer_role, int peer_disk, const char *reason);
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
@@ -511,6 +563,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
 int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
 int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
+void drbd_md_detached(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);
 int drbd_md_sync(BDRVDrbdState *s);
@@ -572,6 +625,27 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                                  size_t qiov_offset, uint32_t dp_flags);
 int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
                                    uint32_t *epoch);
+void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary);
+
+/* disk.c: requests to the local disk, bounded by disk-timeout */
+int coroutine_fn GRAPH_RDLOCK
+drbd_co_disk_write(BDRVDrbdState *s, uint16_t cmd, int64_t offset,
+                   int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+                   BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK
+drbd_co_disk_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
+                  QEMUIOVector *qiov, size_t qiov_offset,
+                  BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK drbd_co_disk_flush(BDRVDrbdState *s);
+
+/* readpeer.c: guest reads served by the peer */
+bool drbd_peer_can_read_locked(BDRVDrbdState *s);
+int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
+                                   int64_t bytes, QEMUIOVector *qiov,
+                                   size_t qiov_offset);
+int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
+                                 const DrbdDataPacket *p,
+                                 const DrbdBlockAck *neg, Error **errp);
 
 /* resync.c: the sync source */
 void coroutine_fn drbd_resync_run(DrbdPeer *peer);
@@ -613,6 +687,9 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
 int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
                                 Error **errp);
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
+int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
+                                        const DrbdBlockAck *r,
+                                        Error **errp);
 
 /* handshake.c */
 int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannel *ioc,
@@ -681,6 +758,9 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp);
 
 /* drbd.c */
 bool drbd_is_drbd_node(BlockDriverState *bs);
+int drbd_detach_disk(BDRVDrbdState *s, Error **errp);
+int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
+                     Error **errp);
 
 #endif /* BLOCK_DRBD_INT_H */
 

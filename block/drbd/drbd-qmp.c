@@ -134,3 +134,22 @@ void qmp_drbd_demote(const char *node_name, Error **errp)
     }
     drbd_demote(s, errp);
 }
+
+void qmp_drbd_detach(const char *node_name, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_detach_disk(s, errp);
+    }
+}
+
+void qmp_drbd_attach(const char *node_name, const char *file,
+                     const char *meta, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_attach_disk(s, file, meta, errp);
+    }
+}

@@ -41,6 +41,7 @@
 #define DRBD_DEFAULT_PING_TIMEOUT_MS        5000
 #define DRBD_DEFAULT_MAX_EPOCH_SIZE         2048
 #define DRBD_DEFAULT_MAX_BUFFERS            2048
+#define DRBD_MAX_DISK_TIMEOUT_MS            600000
 #define DRBD_MIN_MAX_BUFFERS                32
 #define DRBD_MAX_MAX_BUFFERS                131072
 #define DRBD_DEFAULT_C_DELAY_TARGET_MS      1000
@@ -55,6 +56,7 @@ static const char *const drbd_option_names[] = {
     "wfc-timeout", "meta-disk", "after-sb-0pri", "after-sb-1pri",
     "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds", "tls-authz",
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
+    "on-io-error", "disk-timeout",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
 
@@ -163,6 +165,15 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     s->role = o->has_role && o->role == DRBD_ROLE_OPTION_PRIMARY ?
               DRBD_ROLE_PRIMARY : DRBD_ROLE_SECONDARY;
     s->conn.protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
+    s->on_io_error = o->has_on_io_error ? o->on_io_error :
+                     DRBD_ON_IO_ERROR_DETACH;
+    if (o->has_disk_timeout && o->disk_timeout > DRBD_MAX_DISK_TIMEOUT_MS) {
+        error_setg(errp, "disk-timeout must be at most %d ms",
+                   DRBD_MAX_DISK_TIMEOUT_MS);
+        return -EINVAL;
+    }
+    s->disk_timeout_ns = (uint64_t)(o->has_disk_timeout ? o->disk_timeout :
+                                    0) * SCALE_MS;
     /*
      * A connection is made again and again, from an address: a file
      * descriptor would be used once and then closed (and the number
@@ -286,6 +297,7 @@ static void drbd_free_state(BDRVDrbdState *s)
         s->unpark_source = 0;
     }
     g_clear_pointer(&s->blocker_bh, qemu_bh_delete);
+    g_clear_pointer(&s->disk_error_bh, qemu_bh_delete);
     if (s->migration_blocker) {
         migrate_del_blocker(&s->migration_blocker);
         g_clear_pointer(&s->migration_blocker, error_free);
@@ -295,6 +307,21 @@ static void drbd_free_state(BDRVDrbdState *s)
 
 static gboolean drbd_unpark_idle(void *opaque);
 static void drbd_blocker_bh(void *opaque);
+
+/*
+ * The node detached from its disk (drbd_local_error()), or a secondary's
+ * data became inconsistent after a write error it passed on: the
+ * superblock says so, best effort, and the peer learns our disk state
+ * (a peer whose disk is gone gets no more data, and a full resync when
+ * a disk comes back).  Main loop.
+ */
+static void drbd_disk_error_bh(void *opaque)
+{
+    BDRVDrbdState *s = opaque;
+
+    drbd_md_detached(s);
+    drbd_announce_role(s);
+}
 
 static bool drbd_replicates(BDRVDrbdState *s)
 {
@@ -382,6 +409,8 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_queue_init(&s->al_queue);
     drbd_auto_init(s);
     s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
+    s->disk_error_bh = aio_bh_new(qemu_get_aio_context(),
+                                  drbd_disk_error_bh, s);
     QTAILQ_INIT(&s->transfer_log);
     QLIST_INIT(&s->active_reqs);
     ratelimit_init(&s->conn.resync_limit);
@@ -541,7 +570,8 @@ static void drbd_close(BlockDriverState *bs)
     trace_drbd_close(bs);
     /* The close demotes, if need be: not a demotion of its own later */
     qemu_bh_cancel(s->auto_demote_bh);
-    if (!s->md_failed) {
+    qemu_bh_cancel(s->disk_error_bh);
+    if (!s->md_failed || qatomic_read(&s->detached)) {
         Error *local_err = NULL;
 
         /*
@@ -638,8 +668,63 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
 }
 
 /*
+ * A detached node serves guest I/O through its peer: without an
+ * up-to-date one connected, the request fails, and the first refusal of
+ * a streak is logged with its reason
+ */
+static int drbd_no_peer_for_io(BDRVDrbdState *s, const char *what)
+{
+    DrbdConnState c;
+    DrbdDiskState pd;
+
+    qemu_mutex_lock(&s->lock);
+    c = s->conn.cstate;
+    pd = s->conn.peer_disk;
+    qemu_mutex_unlock(&s->lock);
+    if (!qatomic_xchg(&s->no_peer_reported, true)) {
+        error_report("drbd node '%s' (resource %s) is diskless (detached "
+                     "after a disk error) and its peer cannot serve it "
+                     "(connection %s, peer disk %s): guest %s failed",
+                     drbd_name(s), s->resource, DrbdConnState_str(c),
+                     DrbdDiskState_str(pd), what);
+        error_printf("Guest I/O goes on once an up-to-date peer is "
+                     "connected.\n");
+    }
+    return -EIO;
+}
+
+/*
+ * The local half of a guest write, zeroes or discard; on an error the
+ * node's on-io-error decides: with the node detached, the write is the
+ * peer's alone (*@diskless), else the error is the guest's, and the
+ * range differs from the peer's, so it is marked out of sync.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_co_write_local(BlockDriverState *bs, uint16_t cmd, int64_t offset,
+                    int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+                    BdrvRequestFlags flags, bool *diskless)
+{
+    BDRVDrbdState *s = bs->opaque;
+    int ret;
+
+    ret = drbd_co_disk_write(s, cmd, offset, bytes, qiov, qiov_offset,
+                             flags);
+    if (ret < 0 && !(cmd == DRBD_CMD_DISCARD && ret == -ENOTSUP)) {
+        if (drbd_local_error(s, DRBD_IO_OPERATION_WRITE, ret)) {
+            *diskless = true;
+        } else {
+            qemu_mutex_lock(&s->lock);
+            drbd_oos_set_locked(s, offset, bytes);
+            qemu_mutex_unlock(&s->lock);
+        }
+    }
+    return ret;
+}
+
+/*
  * A guest write, zeroes or discard on the primary: local and replicated
- * in parallel, complete when the protocol says so.
+ * in parallel, complete when the protocol says so.  A detached node
+ * writes to the peer alone, and completes when the peer's disk has it.
  */
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
@@ -651,7 +736,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     DrbdPeer *peer;
     BlockReq active;
     uint32_t dp_flags = 0;
-    int ret;
+    bool diskless;
+    int ret = 0;
 
     ret = drbd_check_primary(s, "write");
     if (ret < 0 || !bytes) {
@@ -671,7 +757,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     qemu_co_mutex_unlock(&s->reqs_lock);
 
     /* Its extents in the activity log before the write goes anywhere */
-    while ((ret = drbd_al_begin_io(s, offset, bytes)) == -EAGAIN) {
+    diskless = qatomic_read(&s->detached);
+    while (!diskless &&
+           (ret = drbd_al_begin_io(s, offset, bytes)) == -EAGAIN) {
         /* The open epoch holds every slot: close it to free them */
         uint32_t epoch;
 
@@ -680,6 +768,11 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
             drbd_send_barrier(peer, false, &epoch);
             drbd_peer_put(peer);
         }
+    }
+    if (ret < 0 && qatomic_read(&s->detached)) {
+        /* The activity log failed, and the node detached: the peer's */
+        diskless = true;
+        ret = 0;
     }
     if (ret < 0) {
         qemu_co_mutex_lock(&s->reqs_lock);
@@ -692,12 +785,33 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     req->s = s;
     req->offset = offset;
     req->bytes = bytes;
-    req->al_held = !!s->al;
-    req->state = drbd_req_initial_state(s->conn.protocol, flags & BDRV_REQ_FUA);
+    req->al_held = !!s->al && !diskless;
+    /* Without our disk, the peer's is the only copy: wait for it */
+    req->state = drbd_req_initial_state(s->conn.protocol,
+                                        diskless || (flags & BDRV_REQ_FUA));
+    if (diskless) {
+        dp_flags |= DRBD_DP_FUA;
+    }
 
     qemu_mutex_lock(&s->lock);
-    /* The peer, or a bit in the bitmap, in one go: see drbd_peer_run() */
-    peer = drbd_peer_get_locked(s);
+    /*
+     * The peer, or a bit in the bitmap, in one go: see drbd_peer_run().
+     * A peer whose disk is gone gets no data: the bitmap records it.
+     */
+    peer = drbd_disk_detached(s->conn.peer_disk) ? NULL :
+           drbd_peer_get_locked(s);
+    if (diskless && (!peer || s->conn.peer_disk !=
+                     DRBD_DISK_STATE_UP_TO_DATE)) {
+        qemu_mutex_unlock(&s->lock);
+        if (peer) {
+            drbd_peer_put(peer);
+        }
+        g_free(req);
+        qemu_co_mutex_lock(&s->reqs_lock);
+        reqlist_remove_req(&active);
+        qemu_co_mutex_unlock(&s->reqs_lock);
+        return drbd_no_peer_for_io(s, "write");
+    }
     req->id = ++s->next_req_id;
     req->dep = s->conn.done_seq;
     req->dep_gen = s->conn.seq_gen;
@@ -711,7 +825,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
     }
     drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
-    s->lo++;
+    s->lo += !diskless;
     qemu_mutex_unlock(&s->lock);
 
     if (peer) {
@@ -719,32 +833,34 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         drbd_peer_put(peer);
     }
 
-    switch (cmd) {
-    case DRBD_CMD_DATA:
-        ret = bdrv_co_pwritev_part(bs->file, offset, bytes, qiov,
-                                   qiov_offset, flags);
-        break;
-    case DRBD_CMD_ZEROES:
-        ret = bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
-        break;
-    default:
-        ret = bdrv_co_pdiscard(bs->file, offset, bytes);
+    if (!diskless) {
+        ret = drbd_co_write_local(bs, cmd, offset, bytes, qiov, qiov_offset,
+                                  flags, &diskless);
+        qemu_mutex_lock(&s->lock);
+        s->lo--;
+        qemu_mutex_unlock(&s->lock);
     }
 
     qemu_mutex_lock(&s->lock);
-    s->lo--;
-    if (cmd == DRBD_CMD_DATA && ret == 0) {
+    if (cmd == DRBD_CMD_DATA && ret == 0 && !diskless) {
         s->dw += bytes;
     }
-    s->app_bytes += ret == 0 ? bytes : 0;
-    drbd_req_event_locked(s, req, ret < 0 ? DRBD_EV_LOCAL_ERROR :
-                                            DRBD_EV_LOCAL_OK);
+    /*
+     * Detached, the local half counts as done: the write is the peer's,
+     * and succeeds if the peer got it
+     */
+    drbd_req_event_locked(s, req, ret < 0 && !diskless ?
+                                  DRBD_EV_LOCAL_ERROR : DRBD_EV_LOCAL_OK);
     while (!(req->state & DRBD_RQ_COMPLETED)) {
         req->waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);
     }
+    if (diskless) {
+        ret = (req->state & DRBD_RQ_NET_OOS) ? -EIO : 0;
+    }
+    s->app_bytes += ret == 0 ? bytes : 0;
     s->ap--;
     if (req->in_tl) {
         req->guest_gone = true;     /* the transfer log frees it */
@@ -753,10 +869,49 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     }
     qemu_mutex_unlock(&s->lock);
 
+    if (diskless && ret == 0) {
+        qatomic_set(&s->no_peer_reported, false);
+    } else if (diskless) {
+        drbd_no_peer_for_io(s, "write");
+    }
+
     qemu_co_mutex_lock(&s->reqs_lock);
     reqlist_remove_req(&active);
     qemu_co_mutex_unlock(&s->reqs_lock);
     return ret;
+}
+
+/*
+ * A guest read: from the local disk, or from the peer where the node is
+ * detached; a local read that fails is retried on the peer (and the
+ * node's on-io-error applies)
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_co_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
+             QEMUIOVector *qiov, size_t qiov_offset, BdrvRequestFlags flags)
+{
+    int ret;
+
+    if (!qatomic_read(&s->detached)) {
+        ret = drbd_co_disk_read(s, offset, bytes, qiov, qiov_offset, flags);
+        if (ret == 0) {
+            qemu_mutex_lock(&s->lock);
+            s->dr += bytes;
+            qemu_mutex_unlock(&s->lock);
+            return 0;
+        }
+        drbd_local_error(s, DRBD_IO_OPERATION_READ, ret);
+        if (drbd_co_read_peer(s, offset, bytes, qiov, qiov_offset) == 0) {
+            return 0;
+        }
+        if (!qatomic_read(&s->detached)) {
+            return ret;     /* pass-on, and the peer could not help */
+        }
+    } else if (drbd_co_read_peer(s, offset, bytes, qiov, qiov_offset) == 0) {
+        qatomic_set(&s->no_peer_reported, false);
+        return 0;
+    }
+    return drbd_no_peer_for_io(s, "read");
 }
 
 static int coroutine_fn GRAPH_RDLOCK
@@ -780,11 +935,14 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
     if (ret < 0) {
         return ret;
     }
-    ret = bdrv_co_preadv_part(bs->file, offset, bytes, qiov, qiov_offset,
-                              flags);
+    if (inert) {
+        /* No replication: the disk's answer is the only one */
+        return bdrv_co_preadv_part(bs->file, offset, bytes, qiov,
+                                   qiov_offset, flags);
+    }
+    ret = drbd_co_read(s, offset, bytes, qiov, qiov_offset, flags);
     if (ret == 0) {
         qemu_mutex_lock(&s->lock);
-        s->dr += bytes;
         s->app_bytes += bytes;
         qemu_mutex_unlock(&s->lock);
     }
@@ -819,37 +977,57 @@ drbd_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
  * The driver owns the whole flush (the block layer does not flush our
  * children behind our back): on a primary, a flush is durable on the peer
  * too, by a barrier that asks the peer to flush once the epoch's writes
- * are done, and whose ack we wait for.
+ * are done, and whose ack we wait for.  A detached node's flush is the
+ * peer's alone, and fails if the peer goes before it acks.
  */
 static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
     DrbdPeer *peer = NULL;
+    bool diskless = qatomic_read(&s->detached);
+    bool acked = false;
     uint32_t epoch = 0;
     int sent = -1;
-    int ret;
+    int ret = 0;
 
     qemu_mutex_lock(&s->lock);
-    if (s->role == DRBD_ROLE_PRIMARY) {
-        qemu_mutex_unlock(&s->lock);
-        peer = drbd_peer_get(s);
-    } else {
-        qemu_mutex_unlock(&s->lock);
+    if (s->role == DRBD_ROLE_PRIMARY &&
+        !drbd_disk_detached(s->conn.peer_disk)) {
+        peer = drbd_peer_get_locked(s);
     }
+    qemu_mutex_unlock(&s->lock);
     if (peer) {
         sent = drbd_send_barrier(peer, true, &epoch);
     }
 
-    ret = bdrv_co_flush(bs->file->bs);
+    if (!diskless) {
+        ret = drbd_co_disk_flush(s);
+        if (ret < 0 && s->role == DRBD_ROLE_PRIMARY &&
+            drbd_local_error(s, DRBD_IO_OPERATION_FLUSH, ret)) {
+            /* Detached: what the guest wrote is durable if the peer's */
+            diskless = true;
+        }
+    }
 
     if (peer) {
         qemu_mutex_lock(&s->lock);
+        /* A peer that detaches meanwhile has no disk to flush any more */
         while (sent == 0 && !peer->broken &&
+               !drbd_disk_detached(s->conn.peer_disk) &&
                (int32_t)(s->conn.barrier_acked_upto - epoch) <= 0) {
             qemu_co_queue_wait(&s->conn.barrier_waiters, &s->lock);
         }
+        acked = sent == 0 && (int32_t)(s->conn.barrier_acked_upto -
+                                       epoch) > 0;
         qemu_mutex_unlock(&s->lock);
         drbd_peer_put(peer);
+    }
+    if (diskless && s->role == DRBD_ROLE_PRIMARY) {
+        if (!acked) {
+            return drbd_no_peer_for_io(s, "flush");
+        }
+        qatomic_set(&s->no_peer_reported, false);
+        return 0;
     }
     return ret;
 }
@@ -882,7 +1060,13 @@ drbd_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
                      int64_t bytes, int64_t *pnum, int64_t *map,
                      BlockDriverState **file)
 {
+    BDRVDrbdState *s = bs->opaque;
+
     *pnum = bytes;
+    if (qatomic_read(&s->detached)) {
+        /* The data is the peer's: the local disk says nothing of it */
+        return BDRV_BLOCK_DATA;
+    }
     *map = offset;
     *file = bs->file->bs;
     return BDRV_BLOCK_RAW | BDRV_BLOCK_OFFSET_VALID;
@@ -1080,12 +1264,11 @@ static int GRAPH_RDLOCK drbd_md_reactivate(BlockDriverState *bs,
     s->md_failed = false;
     if (drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
                      DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, len, errp) < 0) {
-        s->md_failed = true;    /* writes fail: nothing records them */
+        s->md_failed = true;    /* nothing could record the writes */
         if (!s->oos) {
             s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
         }
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
-                       "the metadata could not be read again");
+        drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
         return -EIO;
     }
     s->md_writable = true;
@@ -1190,6 +1373,8 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(after_sb_0pri, DRBD_AFTER_SB_DISCONNECT);
     DRBD_DEFAULT(after_sb_1pri, DRBD_AFTER_SB_DISCONNECT);
     DRBD_DEFAULT(after_sb_2pri, DRBD_AFTER_SB_DISCONNECT);
+    DRBD_DEFAULT(on_io_error, DRBD_ON_IO_ERROR_DETACH);
+    DRBD_DEFAULT(disk_timeout, 0);
 #undef DRBD_DEFAULT
 
     v = qobject_output_visitor_new(&obj);
@@ -1296,8 +1481,7 @@ static void GRAPH_UNLOCKED drbd_reopen_abort(BDRVReopenState *state)
             s->md_failed = true;
             error_reportf_err(local_err, "drbd node '%s': ",
                               drbd_name(s));
-            drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
-                           "the metadata could not be written");
+            drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
         }
     }
 }
@@ -1516,6 +1700,203 @@ static BlockDriver bdrv_drbd = {
     .create_opts                = &drbd_create_opts,
     .supports_backing           = false,
 };
+
+/*
+ * drbd-detach: stop using the local disk, as a disk error under
+ * on-io-error=detach does, once the local requests in flight are done.
+ * Main loop.
+ */
+int drbd_detach_disk(BDRVDrbdState *s, Error **errp)
+{
+    GLOBAL_STATE_CODE();
+
+    if (qatomic_read(&s->detached)) {
+        error_setg(errp, "'%s' is detached already", drbd_name(s));
+        return -EALREADY;
+    }
+    bdrv_drained_begin(s->bs);
+    drbd_detach(s, "detached (drbd-detach)", false);
+    bdrv_drained_end(s->bs);
+    return 0;
+}
+
+/* Put @new_bs in the place of @child's node, in the node's context */
+static int drbd_replace_disk(BDRVDrbdState *s, BdrvChild *child,
+                             BlockDriverState *new_bs, Error **errp)
+{
+    AioContext *ctx = bdrv_get_aio_context(s->bs);
+
+    if (bdrv_get_aio_context(new_bs) != ctx &&
+        bdrv_try_change_aio_context(new_bs, ctx, NULL, errp) < 0) {
+        return -EINVAL;
+    }
+    return bdrv_replace_child_bs(child, new_bs, errp);
+}
+
+/*
+ * drbd-attach: the disk @file (and the metadata @meta, with external
+ * metadata) in the place of the failed one.  The new disk's metadata is
+ * checked as at open; its data is not trusted: the node's data is
+ * inconsistent, all of it out of sync, and the node reconnects so that
+ * the handshake makes it the target of a full resync.  A failure leaves
+ * the node detached, as it was.  Main loop.
+ */
+int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
+                     Error **errp)
+{
+    BlockDriverState *bs = s->bs;
+    BlockDriverState *new_file, *new_meta = NULL;
+    const char *name = drbd_name(s);
+    uint64_t size = s->size;
+    /* What a refused disk's metadata must not leave behind */
+    DrbdSuperblock md = s->md;
+    uint64_t md_sb_offset = s->md_sb_offset;
+    uint64_t al_tr_number = s->al_tr_number;
+    DrbdPeer *peer;
+    DrbdUuids u;
+    int64_t len;
+    int ret;
+
+    GLOBAL_STATE_CODE();
+
+    if (!qatomic_read(&s->detached)) {
+        error_setg(errp, "'%s' has its disk: drbd-detach it first", name);
+        return -EBUSY;
+    }
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "'%s' is primary: a disk is attached to a "
+                   "secondary", name);
+        error_append_hint(errp, "Move the guest to the peer (migrate it, or "
+                          "stop it and promote the peer), then attach; "
+                          "the node resyncs from its peer.\n");
+        return -EBUSY;
+    }
+    if (!bdrv_is_writable(bs)) {
+        error_setg(errp, "'%s' is not writable: it cannot take a disk",
+                   name);
+        return -EINVAL;
+    }
+    if (!!meta != (s->meta_disk == DRBD_META_DISK_EXTERNAL)) {
+        error_setg(errp, "'%s' has meta-disk %s: %s", name,
+                   DrbdMetaDisk_str(s->meta_disk),
+                   meta ? "'meta' is for external metadata only" :
+                   "give the new metadata's node as 'meta'");
+        return -EINVAL;
+    }
+    new_file = bdrv_find_node(file);
+    if (!new_file) {
+        error_setg(errp, "no block node named '%s'", file);
+        return -ENOENT;
+    }
+    if (meta) {
+        new_meta = bdrv_find_node(meta);
+        if (!new_meta) {
+            error_setg(errp, "no block node named '%s'", meta);
+            return -ENOENT;
+        }
+    }
+
+    bdrv_drained_begin(bs);
+    ret = drbd_replace_disk(s, bs->file, new_file, errp);
+    if (ret == 0 && new_meta) {
+        ret = drbd_replace_disk(s, s->meta, new_meta, errp);
+    }
+    if (ret < 0) {
+        error_prepend(errp, "'%s': ", name);
+        goto out;
+    }
+
+    bdrv_graph_rdlock_main_loop();
+    len = bdrv_getlength(bs->file->bs);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "Could not get the size of '%s'",
+                         bs->file->bs->filename);
+        ret = len;
+    } else if (s->meta_disk == DRBD_META_DISK_NONE) {
+        if ((uint64_t)len != size) {
+            error_setg(errp, "'%s' has %" PRId64 " bytes, the node %" PRIu64,
+                       bs->file->bs->filename, len, size);
+            ret = -EINVAL;
+        }
+    } else {
+        g_clear_pointer(&s->oos, hbitmap_free);
+        drbd_md_free(s);
+        s->al_recovered = 0;
+        s->al_damaged = false;
+        ret = drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
+                           DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, len, errp);
+        if (ret == 0 && s->size != size) {
+            error_setg(errp, "the new disk's metadata says %" PRIu64
+                       " bytes of data, the node has %" PRIu64, s->size,
+                       size);
+            error_append_hint(errp, "Make the new disk with qemu-img "
+                              "create -f drbd and the node's size.\n");
+            ret = -EINVAL;
+        }
+        if (ret < 0) {
+            /* Still detached, as before: nothing of the new disk stays */
+            drbd_md_free(s);
+            s->size = size;
+            s->md = md;
+            s->md_sb_offset = md_sb_offset;
+            s->al_tr_number = al_tr_number;
+            s->al_recovered = 0;
+            s->al_damaged = false;
+            qemu_mutex_lock(&s->lock);
+            s->disk = DRBD_DISK_STATE_DISKLESS;
+            qemu_mutex_unlock(&s->lock);
+            g_clear_pointer(&s->oos, hbitmap_free);
+        }
+    }
+    if (!s->oos) {
+        s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
+    }
+    if (ret < 0) {
+        bdrv_graph_rdunlock_main_loop();
+        error_prepend(errp, "'%s': the new disk is refused: ", name);
+        goto out;
+    }
+
+    /* Nothing on the new disk is trusted: all of it comes from the peer */
+    qemu_mutex_lock(&s->lock);
+    drbd_oos_set_locked(s, 0, s->size);
+    drbd_uuids_get_locked(s, &u);
+    drbd_uuid_init(&u);
+    drbd_uuids_set_locked(s, &u);
+    s->md_failed = false;
+    s->md_writable = s->meta_disk != DRBD_META_DISK_NONE;
+    s->no_peer_reported = false;
+    s->pass_on_reported = false;
+    qatomic_set(&s->detached, false);
+    qemu_mutex_unlock(&s->lock);
+    drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+                   "a disk was attached: full resync from the peer");
+    if (s->md_writable) {
+        ret = drbd_md_open_commit(s, errp);
+    }
+    bdrv_graph_rdunlock_main_loop();
+    if (ret == 0) {
+        ret = drbd_md_sync_all(s);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "could not write the metadata");
+        }
+    }
+    if (ret < 0) {
+        error_prepend(errp, "'%s': ", name);
+        drbd_detach(s, "the attached disk failed", true);
+        goto out;
+    }
+
+    /* The handshake, again, sees the disk and starts the resync */
+    peer = drbd_peer_get(s);
+    if (peer) {
+        drbd_peer_fail(peer, "a disk was attached");
+        drbd_peer_put(peer);
+    }
+out:
+    bdrv_drained_end(bs);
+    return ret;
+}
 
 bool drbd_is_drbd_node(BlockDriverState *bs)
 {

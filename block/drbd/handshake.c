@@ -55,6 +55,10 @@ int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp)
                    "is %d", h->node_id, s->conn.peer_node_id);
         return -EINVAL;
     }
+    /* Both channels of one connection say the same: the peer keeps it */
+    qemu_mutex_lock(&s->lock);
+    s->conn.hello_version = common_max;
+    qemu_mutex_unlock(&s->lock);
     return 0;
 }
 

@@ -131,17 +131,16 @@ drbd_md_write_block(BDRVDrbdState *s, uint64_t offset, const uint8_t *buf,
 
 /*
  * A failure to write metadata: what the node promised can't be kept.
- * Guest writes fail from now on, promotion is refused, and the disk
- * state says "failed" (drbd_md_report_failure(), without s->lock).
- * Under s->lock.
+ * The node detaches (drbd_md_report_failure(), without s->lock): guest
+ * I/O goes to the peer, or fails where there is none, promotion is
+ * refused, and the disk state says "diskless".  Under s->lock.
  */
 static void drbd_md_failed_locked(BDRVDrbdState *s, int ret,
                                   const char *what)
 {
     if (!s->md_failed) {
         error_report("drbd node '%s' (resource %s): writing the %s to its "
-                     "metadata failed: %s; guest writes fail from now on",
-                     drbd_name(s), s->resource, what,
+                     "metadata failed: %s", drbd_name(s), s->resource, what,
                      strerror(-ret));
         s->md_failed = true;
     }
@@ -150,8 +149,7 @@ static void drbd_md_failed_locked(BDRVDrbdState *s, int ret,
 static void drbd_md_report_failure(BDRVDrbdState *s)
 {
     if (qatomic_read(&s->md_failed)) {
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
-                       "a metadata write failed");
+        drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
     }
 }
 
@@ -465,7 +463,8 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
 
     qemu_mutex_lock(&s->lock);
     for (;;) {
-        if (s->md_failed || !s->md_writable) {
+        if (s->md_failed || !s->md_writable || s->detached) {
+            /* A detached node's caller goes on without its disk */
             qemu_mutex_unlock(&s->lock);
             return -EIO;
         }
@@ -483,7 +482,7 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
 
     /* Our extents are hot, or queued: see that a transaction takes them */
     while (r != DRBD_AL_HOT && !drbd_al_all_hot_locked(s, first, last)) {
-        if (s->md_failed) {
+        if (s->md_failed || s->detached) {
             /* The failed transaction dropped our references */
             ret = -EIO;
             break;
@@ -506,7 +505,7 @@ void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes)
 {
     uint32_t first, last;
 
-    if (!s->al || s->md_failed) {
+    if (!s->al || s->md_failed || s->detached) {
         return;
     }
     drbd_al_range(offset, bytes, &first, &last);
@@ -744,7 +743,7 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
  */
 static int drbd_md_writable(BDRVDrbdState *s)
 {
-    if (!s->md_child || !s->md_writable) {
+    if (!s->md_child || !s->md_writable || qatomic_read(&s->detached)) {
         return 1;
     }
     return qatomic_read(&s->md_failed) ? -EIO : 0;
@@ -854,6 +853,30 @@ int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
 int coroutine_fn GRAPH_RDLOCK drbd_md_sync_in_request(BDRVDrbdState *s)
 {
     return drbd_md_sync_locked_graph(s);
+}
+
+/*
+ * The node detached from its disk (drbd_local_error()): one last
+ * superblock, which says that the data is not consistent (the disk
+ * state is diskless now), so that the disk, opened again, is never taken
+ * for up to date, and is the target of a resync.  Best effort: the disk
+ * that failed may well fail this too.  Main loop.
+ */
+void drbd_md_detached(BDRVDrbdState *s)
+{
+    int ret;
+
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+    if (!s->md_child || !s->md_writable) {
+        return;
+    }
+    ret = drbd_md_write_sb(s);
+    if (ret < 0) {
+        error_report("drbd node '%s' (resource %s): the superblock could "
+                     "not say that the disk is detached: %s; the disk is "
+                     "not to be used until it is resynced", drbd_name(s),
+                     s->resource, strerror(-ret));
+    }
 }
 
 /*

@@ -18,6 +18,7 @@
 #include "block/block-io.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
+#include "qemu/memalign.h"
 #include "trace.h"
 
 #include "drbd-int.h"
@@ -71,11 +72,12 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
         int ret = 0;
 
         popped = true;
-        if ((ack.flags & DRBD_BARRIER_FLUSH) && !failed) {
+        if ((ack.flags & DRBD_BARRIER_FLUSH) && !failed &&
+            !qatomic_read(&s->detached)) {
             ret = counted ? 0 : drbd_co_io_begin(s);
             if (ret == 0) {
                 bdrv_graph_co_rdlock();
-                ret = bdrv_co_flush(s->bs->file->bs);
+                ret = drbd_co_disk_flush(s);
                 bdrv_graph_co_rdunlock();
                 if (!counted) {
                     drbd_io_end(s);
@@ -88,6 +90,16 @@ static void coroutine_fn drbd_ack_barriers(DrbdPeer *peer, GByteArray *acks,
             drbd_wake_epoch_waiter(peer);
         }
         trace_drbd_barrier(s->bs, ack.epoch, ack.set_size, ack.flags, ret);
+        if (ret < 0 && drbd_local_error(s, DRBD_IO_OPERATION_FLUSH, ret)) {
+            /*
+             * Detached: the epoch is not known to be on our disk, so it
+             * is not acked (a later ack covers it).  The primary learns
+             * that our disk is gone, and resyncs all of it when a disk
+             * comes back; the barriers after this one are acked without
+             * a flush, there being no disk to flush.
+             */
+            continue;
+        }
         if (ret < 0) {
             /* The epoch is not stable: no ack, the primary will resync it */
             drbd_peer_fail(peer, "flushing epoch %" PRIu32 " failed: %s",
@@ -136,12 +148,17 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     DrbdPeer *peer = a->peer;
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) acks = g_byte_array_new();
-    BdrvChild *file = s->bs->file;
+    QEMUIOVector qiov;
     BdrvRequestFlags flags = 0;
     int ret;
 
     if (a->p.flags & DRBD_DP_FUA) {
         flags |= BDRV_REQ_FUA;
+    }
+    if (qatomic_read(&s->detached)) {
+        /* No disk: the primary marks what we NEG_ACK out of sync */
+        ret = -EIO;
+        goto done;
     }
     qemu_mutex_lock(&s->lock);
     s->lo++;
@@ -151,25 +168,38 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     switch (a->cmd) {
     case DRBD_CMD_DATA:
     case DRBD_CMD_RS_DATA:
-        ret = bdrv_co_pwrite(file, a->p.offset, a->p.bytes, a->p.data,
-                             flags);
+        qemu_iovec_init_buf(&qiov, a->p.data, a->p.bytes);
+        ret = drbd_co_disk_write(s, DRBD_CMD_DATA, a->p.offset, a->p.bytes,
+                                 &qiov, 0, flags);
         break;
     case DRBD_CMD_ZEROES:
     case DRBD_CMD_RS_ZEROES:
         if (a->p.flags & DRBD_DP_MAY_UNMAP) {
             flags |= BDRV_REQ_MAY_UNMAP;
         }
-        ret = bdrv_co_pwrite_zeroes(file, a->p.offset, a->p.bytes, flags);
+        ret = drbd_co_disk_write(s, DRBD_CMD_ZEROES, a->p.offset,
+                                 a->p.bytes, NULL, 0, flags);
         break;
     case DRBD_CMD_DISCARD:
-        ret = bdrv_co_pdiscard(file, a->p.offset, a->p.bytes);
+        ret = drbd_co_disk_write(s, DRBD_CMD_DISCARD, a->p.offset,
+                                 a->p.bytes, NULL, 0, 0);
         break;
     default:
         g_assert_not_reached();
     }
+    if (ret < 0 && !drbd_local_error(s, DRBD_IO_OPERATION_WRITE, ret)) {
+        /*
+         * pass-on: the primary marks the range out of sync (NEG_ACK); our
+         * data lacks a write it has, so it is not to be promoted, and
+         * the next handshake makes us the sync target
+         */
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+                       "a local write failed (on-io-error=pass-on)");
+        drbd_md_sync_in_request(s);
+        /* The peer is told, and the superblock written again */
+        qemu_bh_schedule(s->disk_error_bh);
+    }
     bdrv_graph_co_rdunlock();
-    trace_drbd_apply(s->bs, drbd_cmd_name(a->cmd), a->p.offset, a->p.bytes,
-                     a->p.epoch, ret);
 
     qemu_mutex_lock(&s->lock);
     s->lo--;
@@ -181,6 +211,9 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     }
     qemu_mutex_unlock(&s->lock);
 
+done:
+    trace_drbd_apply(s->bs, drbd_cmd_name(a->cmd), a->p.offset, a->p.bytes,
+                     a->p.epoch, ret);
     reqlist_remove_req(&a->req);
     peer->apply_bytes -= drbd_apply_buf_bytes(a->cmd, &a->p);
     if (!drbd_is_resync_write(a->cmd)) {
@@ -569,5 +602,120 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
         error_setg(errp, "could not write the metadata after the resync");
         return -EIO;
     }
+    return 0;
+}
+
+/*
+ * Guest reads of a primary that reads through us (readpeer.c): one
+ * coroutine per DATA_REQUEST, in the node's context
+ */
+typedef struct DrbdServeRead {
+    DrbdPeer *peer;
+    DrbdBlockAck r;
+} DrbdServeRead;
+
+/* Whether our data can answer a read: attached and up to date */
+static bool drbd_can_serve_reads_locked(BDRVDrbdState *s)
+{
+    return !s->detached && s->disk == DRBD_DISK_STATE_UP_TO_DATE;
+}
+
+static int coroutine_fn drbd_send_neg_dreply(DrbdPeer *peer,
+                                             const DrbdBlockAck *r)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+    drbd_wire_put_block_ack(pkt, DRBD_CMD_NEG_DREPLY, r);
+    return drbd_send_data_channel(peer, pkt);
+}
+
+static void coroutine_fn drbd_serve_read_co(void *opaque)
+{
+    DrbdServeRead *sr = opaque;
+    DrbdPeer *peer = sr->peer;
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint8_t digest[DRBD_WIRE_DIGEST_MAX];
+    uint8_t *buf = qemu_blockalign(s->bs, sr->r.bytes);
+    struct iovec iov = { buf, sr->r.bytes };
+    DrbdDataPacket p = {
+        .offset = sr->r.offset,
+        .id = sr->r.id,
+        .bytes = sr->r.bytes,
+        .data = buf,
+    };
+    Error *err = NULL;
+    int ret;
+
+    /* After the writes that arrived before the request, if they overlap */
+    reqlist_wait_all(&peer->apply_reqs, sr->r.offset, sr->r.bytes, NULL);
+    ret = drbd_co_read_local(s, sr->r.offset, sr->r.bytes, buf);
+    if (ret < 0 && ret != -ECANCELED) {
+        drbd_local_error(s, DRBD_IO_OPERATION_READ, ret);
+    }
+    if (ret == 0 && drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
+        drbd_peer_fail(peer, "answering a read: %s", error_get_pretty(err));
+        error_free(err);
+        ret = -EIO;
+    } else if (ret == 0) {
+        drbd_wire_put_data(pkt, DRBD_CMD_DATA_REPLY, &p);
+        ret = drbd_send_data_channel(peer, pkt);
+        qemu_mutex_lock(&s->lock);
+        s->conn.ns += ret == 0 ? sr->r.bytes : 0;
+        qemu_mutex_unlock(&s->lock);
+    } else {
+        drbd_send_neg_dreply(peer, &sr->r);
+    }
+    trace_drbd_serve_read(s->bs, sr->r.offset, sr->r.bytes, ret);
+
+    qemu_vfree(buf);
+    qemu_mutex_lock(&s->lock);
+    peer->reads_serving--;
+    s->conn.ua--;
+    qemu_mutex_unlock(&s->lock);
+    g_free(sr);
+    drbd_peer_put(peer);
+}
+
+/*
+ * The primary asks for blocks it cannot read itself.  Answered with the
+ * data, or with a NEG_DREPLY where our data cannot serve (not up to
+ * date, detached, or the read failed); only a request a primary peer may
+ * send is a protocol error.
+ */
+int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
+                                        const DrbdBlockAck *r,
+                                        Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdServeRead *sr;
+    DrbdGate gate;
+    bool serve;
+
+    qemu_mutex_lock(&s->lock);
+    drbd_peer_gate_locked(peer, &gate);
+    if (drbd_gate_data_request(&gate, r, errp) < 0) {
+        qemu_mutex_unlock(&s->lock);
+        return -EINVAL;
+    }
+    serve = drbd_can_serve_reads_locked(s);
+    if (serve) {
+        peer->reads_serving++;
+        s->conn.ua++;
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    if (!serve) {
+        trace_drbd_serve_read(s->bs, r->offset, r->bytes, -EIO);
+        if (drbd_send_neg_dreply(peer, r) < 0) {
+            error_setg(errp, "could not answer a read request");
+            return -EPIPE;
+        }
+        return 0;
+    }
+    sr = g_new0(DrbdServeRead, 1);
+    sr->peer = peer;
+    sr->r = *r;
+    drbd_peer_spawn(peer, drbd_serve_read_co, sr);
     return 0;
 }

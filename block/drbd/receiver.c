@@ -151,22 +151,41 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
     drbd_peer_put(peer);
 }
 
-/* The peer's role or disk changed (it was promoted or demoted) */
-static int drbd_peer_state_changed(DrbdPeer *peer, const DrbdStatePacket *st,
-                                   Error **errp)
+/*
+ * The peer's role or disk changed (it was promoted or demoted, or it
+ * detached from its disk)
+ */
+static int coroutine_fn drbd_peer_state_changed(DrbdPeer *peer,
+                                                const DrbdStatePacket *st,
+                                                Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    bool disk_gone;
     DrbdGate gate;
 
     qemu_mutex_lock(&s->lock);
-    gate = (DrbdGate) { .role = s->role };
+    gate = (DrbdGate) { .role = s->role, .peer_disk = s->conn.peer_disk };
     qemu_mutex_unlock(&s->lock);
     if (drbd_gate_state(&gate, st, errp) < 0) {
         return -EINVAL;
     }
-    drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,
+    disk_gone = drbd_disk_detached(st->disk_state) &&
+                !drbd_disk_detached(gate.peer_disk);
+    if (disk_gone) {
+        /* Marked before the state says so: no write slips between */
+        drbd_tl_peer_disk_gone(peer, st->role == DRBD_ROLE_PRIMARY);
+    }
+    drbd_set_state(s, -1, disk_gone ? DRBD_CONN_STATE_CONNECTED : -1, -1,
+                   st->role, st->disk_state,
+                   disk_gone ? "peer detached from its disk" :
                    st->role == DRBD_ROLE_PRIMARY ? "peer promoted" :
                    "peer state changed");
+    if (disk_gone) {
+        /* Flushes stop waiting for the barrier acks of a disk that is gone */
+        qemu_mutex_lock(&s->lock);
+        qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
+        qemu_mutex_unlock(&s->lock);
+    }
     return 0;
 }
 
@@ -282,6 +301,30 @@ void coroutine_fn drbd_data_receiver(void *opaque)
                 ret = drbd_verify_request(peer, &ov, &err);
             } else if (ret == 0) {
                 ret = drbd_verify_reply(peer, &ov, &err);
+            }
+            break;
+        case DRBD_CMD_DATA_REQUEST:
+            ret = drbd_wire_get_block_ack(h.cmd, payload, h.length, s->size,
+                                          &ack, &err);
+            if (ret == 0) {
+                ret = drbd_peer_read_request(peer, &ack, &err);
+            }
+            break;
+        case DRBD_CMD_DATA_REPLY:
+            ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
+                                     &err);
+            if (ret == 0) {
+                ret = drbd_check_integrity(s, h.cmd, &p, &err);
+            }
+            if (ret == 0) {
+                ret = drbd_read_reply(peer, h.cmd, &p, NULL, &err);
+            }
+            break;
+        case DRBD_CMD_NEG_DREPLY:
+            ret = drbd_wire_get_block_ack(h.cmd, payload, h.length, s->size,
+                                          &ack, &err);
+            if (ret == 0) {
+                ret = drbd_read_reply(peer, h.cmd, NULL, &ack, &err);
             }
             break;
         case DRBD_CMD_STATE:

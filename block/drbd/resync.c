@@ -421,6 +421,10 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
         bool found;
 
         drbd_co_rehome(s);
+        if (drbd_disk_detached(qatomic_read(&s->conn.peer_disk))) {
+            /* The target detached: its disk comes back resynced in full */
+            return false;
+        }
         if (!drbd_resync_pause_point(peer, pc) ||
             !drbd_resync_wait(peer, peer->csum_chunks,
                               DRBD_CSUM_WINDOW - 1, UINT_MAX)) {
@@ -480,6 +484,10 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         bool found;
 
         drbd_co_rehome(s);
+        if (drbd_disk_detached(qatomic_read(&s->conn.peer_disk))) {
+            /* The target detached: its disk comes back resynced in full */
+            return;
+        }
         if (!drbd_resync_pause_point(peer, &pc) ||
             !drbd_resync_wait(peer, peer->resync_chunks,
                               DRBD_RESYNC_WINDOW - 1, UINT_MAX)) {

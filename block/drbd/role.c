@@ -253,11 +253,12 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_setg(errp, "'%s': the peer is primary; demote it first", name);
         return -EBUSY;
     }
-    if (s->disk == DRBD_DISK_STATE_FAILED || s->md_failed) {
+    if (s->detached || s->md_failed) {
         qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the local disk failed (its metadata could "
-                   "not be written)", name);
-        error_append_hint(errp, "Check the image, then reopen the node.\n");
+        error_setg(errp, "'%s': the local disk failed, and the node "
+                   "detached from it", name);
+        error_append_hint(errp, "Replace or repair the disk, then open the "
+                          "node again: it resyncs from its peer.\n");
         return -EIO;
     }
     if (s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
@@ -463,9 +464,9 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
  */
 static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
 {
-    if (s->disk == DRBD_DISK_STATE_FAILED || s->md_failed) {
-        error_setg(errp, "the local disk failed (its metadata could not "
-                   "be written)");
+    if (s->detached || s->md_failed) {
+        error_setg(errp, "the local disk failed, and the node detached "
+                   "from it");
         return -EIO;
     }
     if (s->disk != DRBD_DISK_STATE_UP_TO_DATE) {

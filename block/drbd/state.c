@@ -38,9 +38,9 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
     if ((role >= 0 && s->role != role) || (disk >= 0 && s->disk != disk)) {
         s->hs_gen++;    /* a running handshake decided on old facts */
     }
-    if (disk >= 0 && s->md_failed) {
-        /* A failed disk stays failed until the node is opened again */
-        disk = DRBD_DISK_STATE_FAILED;
+    if (disk >= 0 && s->detached && !drbd_disk_detached(disk)) {
+        /* A detached node stays diskless until it is opened again */
+        disk = DRBD_DISK_STATE_DISKLESS;
     }
 #define DRBD_SET(field, value) \
     do { \
@@ -75,6 +75,111 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
                      DrbdDiskState_str(pd), reason);
     qapi_event_send_drbd_state_change(bdrv_get_node_name(s->bs), r, pr, c,
                                       d, pd, reason);
+}
+
+bool drbd_disk_detached(DrbdDiskState d)
+{
+    return d == DRBD_DISK_STATE_DISKLESS || d == DRBD_DISK_STATE_FAILED;
+}
+
+/* A failed request's kind, as a log message names it */
+static const char *drbd_io_op_name(DrbdIoOperation op)
+{
+    return op == DRBD_IO_OPERATION_METADATA ? "metadata access" :
+           DrbdIoOperation_str(op);
+}
+
+/*
+ * Stop using the local disk, for good until a disk is attached again:
+ * the disk state goes diskless (through failed, if @failed), writes
+ * waiting for the activity log go on without it, and disk_error_bh
+ * writes a last superblock and tells the peer.  Returns whether this
+ * call detached the node (false: it was detached already).  Any thread,
+ * without s->lock.
+ */
+bool drbd_detach(BDRVDrbdState *s, const char *reason, bool failed)
+{
+    bool first;
+
+    qemu_mutex_lock(&s->lock);
+    first = !s->detached;
+    qatomic_set(&s->detached, true);
+    /* Writes waiting for an activity-log transaction go on without */
+    qemu_co_queue_restart_all(&s->al_queue);
+    qemu_mutex_unlock(&s->lock);
+    if (!first) {
+        return false;
+    }
+    if (failed) {
+        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
+                       "the local disk failed");
+    }
+    drbd_set_state(s, -1, -1, DRBD_DISK_STATE_DISKLESS, -1, -1, reason);
+    if (s->disk_error_bh) {
+        /* The superblock says so, best effort, and the peer is told */
+        qemu_bh_schedule(s->disk_error_bh);
+    }
+    return true;
+}
+
+/*
+ * The local disk failed a request of kind @op with @ret: apply the
+ * node's on-io-error.  Returns true if the node is detached (now, or
+ * before), so that the caller completes the request without the disk,
+ * through the peer where it can; false if the error is the caller's to
+ * pass on.  Metadata errors detach under every policy (the node could
+ * not keep its record of what the peer lacks), and so do flushes of a
+ * node that is not primary (the writes it acked are not known to be on
+ * its disk).  Any thread, without s->lock.
+ */
+bool drbd_local_error(BDRVDrbdState *s, DrbdIoOperation op, int ret)
+{
+    g_autofree char *why = ret == -ETIMEDOUT ?
+        g_strdup_printf("no answer within disk-timeout (%" PRIu64 " ms)",
+                        s->disk_timeout_ns / SCALE_MS) :
+        g_strdup(strerror(-ret));
+    bool detach;
+
+    qemu_mutex_lock(&s->lock);
+    detach = s->on_io_error != DRBD_ON_IO_ERROR_PASS_ON ||
+             op == DRBD_IO_OPERATION_METADATA ||
+             (op == DRBD_IO_OPERATION_FLUSH &&
+              s->role != DRBD_ROLE_PRIMARY);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_local_error(s->bs, DrbdIoOperation_str(op), ret,
+                           DrbdOnIoError_str(s->on_io_error), detach);
+
+    if (!detach) {
+        if (!qatomic_xchg(&s->pass_on_reported, true)) {
+            error_report("drbd node '%s' (resource %s): a local %s failed: "
+                         "%s; the node keeps its disk (on-io-error=pass-on): "
+                         "%s; further errors are traced, not logged",
+                         drbd_name(s), s->resource, drbd_io_op_name(op),
+                         why, op == DRBD_IO_OPERATION_READ ?
+                         "the read is retried on the peer" :
+                         s->role == DRBD_ROLE_PRIMARY ?
+                         "the guest gets the error" :
+                         "the primary marks the range out of sync, and this "
+                         "node's data is inconsistent");
+        }
+        return false;
+    }
+    if (qatomic_read(&s->detached)) {
+        return true;
+    }
+    error_report("drbd node '%s' (resource %s): a local %s failed: %s; "
+                 "detaching from the disk (on-io-error=%s): guest I/O is "
+                 "served by the peer while an up-to-date one is connected",
+                 drbd_name(s), s->resource, drbd_io_op_name(op), why,
+                 DrbdOnIoError_str(s->on_io_error));
+    error_printf("Replace the disk (drbd-attach), or repair it and open "
+                 "the node again: it resyncs from its peer.\n");
+    if (drbd_detach(s, "detached after a local disk error", true) &&
+        s->on_io_error == DRBD_ON_IO_ERROR_REPORT) {
+        qapi_event_send_drbd_io_error(bdrv_get_node_name(s->bs), op, why,
+                                      "detach");
+    }
+    return true;
 }
 
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)

@@ -284,3 +284,36 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     }
     return ret;
 }
+
+/*
+ * The peer's disk is gone (it detached after an error, or connected
+ * without one): nothing of what it holds is to be trusted when a disk
+ * comes back, so all of it is marked out of sync, and a full resync
+ * brings the disk back.  While either node writes, the data moves on
+ * without it: a new generation, so that the disk, back, is its target.
+ * Runs in a coroutine of the connection.
+ */
+void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
+{
+    BDRVDrbdState *s = peer->s;
+    bool new_generation;
+    DrbdUuids u;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->detached) {
+        /* Neither disk is here: nothing to record */
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    drbd_oos_set_locked(s, 0, s->size);
+    drbd_uuids_get_locked(s, &u);
+    new_generation = drbd_uuid_peer_disk_lost(&u,
+                                              s->role == DRBD_ROLE_PRIMARY ||
+                                              peer_primary,
+                                              drbd_fresh_uuid());
+    drbd_uuids_set_locked(s, &u);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_peer_disk_gone(s->bs, new_generation);
+    /* A failure detaches us too, which says it all */
+    drbd_md_sync_all_co(s);
+}
