@@ -22,6 +22,13 @@
 #   drbd-C-auth  drbd-C whose peers prove a shared secret (HMAC) when
 #                they connect
 #   drbd-C-crc32c  drbd-C with data-integrity-alg=crc32c
+#   drbd-C-diskless  drbd-C whose primary is detached from its disk
+#                (drbd-detach) before the runs: every write and read
+#                goes to the peer only, as after a disk failure
+#
+# --read measures reads instead of writes (qemu-img bench without -w):
+# a drbd primary reads its local disk, a diskless one its peer's
+# (DATA_REQUEST), NBD forwarding the second daemon's.
 #
 # null-co disks make the engines, not the disks, the thing measured.  The
 # machines this runs on are noisy: all configurations are up at once, the
@@ -48,7 +55,7 @@
 # on equal disks.
 #
 # usage: drbd-bench.py BUILDDIR [--repeat N] [--quick] [--disk-latency-ns N]
-#                      [--iothreads] [--kinds K1,K2,...]
+#                      [--iothreads] [--kinds K1,K2,...] [--read]
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
@@ -75,8 +82,10 @@ parser.add_argument('--iothreads', action='store_true',
 parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
                     'drbd-C,drbd-C-io,nbd-forward-tls,drbd-C-tls,'
-                    'drbd-C-auth,drbd-C-crc32c (ratios need nbd-forward '
-                    'and mirror-wb)')
+                    'drbd-C-auth,drbd-C-crc32c,drbd-C-diskless (ratios '
+                    'need nbd-forward)')
+parser.add_argument('--read', action='store_true',
+                    help='measure reads instead of writes')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -238,6 +247,11 @@ class Setup:
             info = front.cmd('query-drbd')[0]
             if info['connection'] != 'connected':
                 raise RuntimeError(f'{kind}: not connected: {info}')
+            if kind.endswith('-diskless'):
+                front.cmd('drbd-detach', node_name='front')
+                info = front.cmd('query-drbd')[0]
+                if info['disk'] != 'diskless':
+                    raise RuntimeError(f'{kind}: not detached: {info}')
         else:
             raise ValueError(kind)
 
@@ -271,7 +285,8 @@ def bench_once(setup, size, depth, count):
     """IOPS, and CPU microseconds per write of all processes involved"""
     pids = [d.proc.pid for d in setup.daemons]
     before = sum(cpu_seconds(p) for p in pids) + children_cpu_seconds()
-    out = subprocess.run([QEMU_IMG, 'bench', '-w', '-c', str(count),
+    mode = [] if args.read else ['-w']
+    out = subprocess.run([QEMU_IMG, 'bench'] + mode + ['-c', str(count),
                           '-d', str(depth), '-s', size] + setup.target,
                          check=True, capture_output=True, text=True).stdout
     cpu = sum(cpu_seconds(p) for p in pids) + children_cpu_seconds() - before
@@ -283,7 +298,8 @@ def bench_once(setup, size, depth, count):
 
 KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
          'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io',
-         'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c']
+         'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c',
+         'drbd-C-diskless']
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 
@@ -317,23 +333,23 @@ def main():
     cpu = {k: statistics.median(v) for k, v in cpus.items()}
 
     print_security(results)
-    if 'nbd-forward' not in KINDS or 'mirror-wb' not in KINDS:
+    if 'nbd-forward' not in KINDS:
         return
-    print(f'disk latency {args.disk_latency_ns} ns, median of {args.repeat} '
-          'runs')
+    # The ratios to the alternatives measured in this run
+    refs = [r for r in ('nbd-forward', 'mirror-wb') if r in KINDS]
+    what = 'read' if args.read else 'write'
+    print(f'{what}s, disk latency {args.disk_latency_ns} ns, median of '
+          f'{args.repeat} runs')
     print('| configuration | ' +
-          ' | '.join(f'{w[0]} IOPS' for w in WORKLOADS) +
-          ' | ' + ' | '.join(f'{w[0]} vs nbd-forward' for w in WORKLOADS) +
-          ' | ' + ' | '.join(f'{w[0]} vs mirror-wb' for w in WORKLOADS) +
-          ' | ' + ' | '.join(f'{w[0]} CPU us/write' for w in WORKLOADS) +
+          ' | '.join(f'{w[0]} IOPS' for w in WORKLOADS) + ' | ' +
+          ' | '.join(f'{w[0]} vs {r}' for r in refs for w in WORKLOADS) +
+          ' | ' + ' | '.join(f'{w[0]} CPU us/{what}' for w in WORKLOADS) +
           ' |')
-    print('|' + ' --- |' * (1 + 4 * len(WORKLOADS)))
+    print('|' + ' --- |' * (1 + (2 + len(refs)) * len(WORKLOADS)))
     for kind in KINDS:
         row = [f'{results[(kind, w[0])]:.0f}' for w in WORKLOADS]
-        row += [f'{results[(kind, w[0])] / results[("nbd-forward", w[0])]:.2f}'
-                for w in WORKLOADS]
-        row += [f'{results[(kind, w[0])] / results[("mirror-wb", w[0])]:.2f}'
-                for w in WORKLOADS]
+        row += [f'{results[(kind, w[0])] / results[(r, w[0])]:.2f}'
+                for r in refs for w in WORKLOADS]
         row += [f'{cpu[(kind, w[0])]:.1f}' for w in WORKLOADS]
         print(f'| {kind} | ' + ' | '.join(row) + ' |')
 
