@@ -370,6 +370,8 @@ struct BDRVDrbdState {
      */
     DrbdOnIoError on_io_error;
     uint64_t disk_timeout_ns;   /* disk-timeout, fixed at open; 0: none */
+    DrbdReadBalancing read_balancing;   /* fixed at open */
+    unsigned read_turn;         /* atomic: round-robin's count */
     bool detached;
     QEMUBH *disk_error_bh;
     bool no_peer_reported;

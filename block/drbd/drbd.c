@@ -56,7 +56,7 @@ static const char *const drbd_option_names[] = {
     "wfc-timeout", "meta-disk", "after-sb-0pri", "after-sb-1pri",
     "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds", "tls-authz",
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
-    "on-io-error", "disk-timeout",
+    "on-io-error", "disk-timeout", "size", "read-balancing",
 };
 static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
 
@@ -174,6 +174,8 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     }
     s->disk_timeout_ns = (uint64_t)(o->has_disk_timeout ? o->disk_timeout :
                                     0) * SCALE_MS;
+    s->read_balancing = o->has_read_balancing ? o->read_balancing :
+                        DRBD_READ_BALANCING_PREFER_LOCAL;
     /*
      * A connection is made again and again, from an address: a file
      * descriptor would be used once and then closed (and the number
@@ -307,6 +309,8 @@ static void drbd_free_state(BDRVDrbdState *s)
 
 static gboolean drbd_unpark_idle(void *opaque);
 static void drbd_blocker_bh(void *opaque);
+static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
+                              Error **errp);
 
 /*
  * The node detached from its disk (drbd_local_error()), or a secondary's
@@ -415,8 +419,11 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     QLIST_INIT(&s->active_reqs);
     ratelimit_init(&s->conn.resync_limit);
 
-    ret = bdrv_open_file_child(NULL, options, "file", bs, errp);
-    if (ret < 0) {
+    /* No file: a diskless client, whose data is all its peer's */
+    bdrv_open_child(NULL, options, "file", bs, &child_of_bds,
+                    BDRV_CHILD_IMAGE, true, errp);
+    if (*errp) {
+        ret = -EINVAL;
         goto fail;
     }
     s->meta = bdrv_open_child(NULL, options, "meta", bs, &child_of_bds,
@@ -445,6 +452,19 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         goto fail;
     }
 
+    if (!bs->file) {
+        ret = drbd_open_diskless(s, opts, errp);
+        if (ret < 0) {
+            goto fail;
+        }
+        goto connect;
+    }
+    if (opts->has_size) {
+        error_setg(errp, "size is for a diskless client only: a node with "
+                   "a file has the size of its data");
+        ret = -EINVAL;
+        goto fail;
+    }
     bdrv_graph_rdlock_main_loop();
     size = bdrv_getlength(bs->file->bs);
     bs->supported_write_flags = BDRV_REQ_FUA &
@@ -522,6 +542,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         }
     }
 
+connect:
     s->conn.peer_role = DRBD_ROLE_UNKNOWN;
     s->conn.peer_disk = DRBD_DISK_STATE_DUNKNOWN;
     s->conn.cstate = DRBD_CONN_STATE_STANDALONE;
@@ -530,8 +551,8 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     /* For resync-after, its own and the others' */
     drbd_nodes_add(s);
 
-    trace_drbd_open(bs, bs->file->bs->filename, DrbdRole_str(s->role),
-                    s->conn.protocol);
+    trace_drbd_open(bs, bs->file ? bs->file->bs->filename : "(diskless)",
+                    DrbdRole_str(s->role), s->conn.protocol);
     if (drbd_replicates(s) && (flags & BDRV_O_INACTIVE) &&
         !s->keep_children_active) {
         /*
@@ -786,10 +807,13 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     req->offset = offset;
     req->bytes = bytes;
     req->al_held = !!s->al && !diskless;
-    /* Without our disk, the peer's is the only copy: wait for it */
+    /*
+     * Without our disk, the peer's is the only copy: wait for its write
+     * ack, which protocols A and B get by asking for FUA
+     */
     req->state = drbd_req_initial_state(s->conn.protocol,
                                         diskless || (flags & BDRV_REQ_FUA));
-    if (diskless) {
+    if (diskless && s->conn.protocol != 'C') {
         dp_flags |= DRBD_DP_FUA;
     }
 
@@ -882,22 +906,106 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 }
 
 /*
+ * A diskless client: no file child, no metadata, its size given, and
+ * its data all its peer's (the node is detached from the start)
+ */
+static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
+                              Error **errp)
+{
+    if (!o->has_size || !o->size ||
+        !QEMU_IS_ALIGNED(o->size, BDRV_SECTOR_SIZE)) {
+        error_setg(errp, "a drbd node without a file is a diskless client: "
+                   "give its size, a multiple of %d, the size of its "
+                   "peer's disk", (int)BDRV_SECTOR_SIZE);
+        return -EINVAL;
+    }
+    if (s->meta || (o->has_meta_disk &&
+                    o->meta_disk != DRBD_META_DISK_NONE)) {
+        error_setg(errp, "a diskless client (no file) has no metadata: "
+                   "leave meta and meta-disk out");
+        return -EINVAL;
+    }
+    if (!s->conn.listen_addr && !s->conn.peer_addr) {
+        error_setg(errp, "a diskless client (no file) serves its guest "
+                   "through its peer: give listen or peer");
+        return -EINVAL;
+    }
+    if (s->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "a diskless client (no file) starts as a "
+                   "secondary: it becomes primary once an up-to-date peer "
+                   "is connected");
+        error_append_hint(errp, "Use role auto (promoted for a writer), "
+                          "or role secondary and drbd-promote.\n");
+        return -EINVAL;
+    }
+    s->meta_disk = DRBD_META_DISK_NONE;
+    s->size = o->size;
+    s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
+    s->md.uuid_current = DRBD_UUID_ZEROED;
+    s->md_writable = false;
+    s->detached = true;
+    s->disk = DRBD_DISK_STATE_DISKLESS;
+    /* The peer does what its disk can: FUA, and unmapping zeroes */
+    s->bs->supported_write_flags = BDRV_REQ_FUA;
+    s->bs->supported_zero_flags = BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP;
+    return 0;
+}
+
+/*
  * A guest read: from the local disk, or from the peer where the node is
  * detached; a local read that fails is retried on the peer (and the
  * node's on-io-error applies)
  */
+/*
+ * Whether read-balancing sends this read to the peer: only while both
+ * disks are up to date and the peer can serve reads
+ */
+static bool drbd_read_remote(BDRVDrbdState *s)
+{
+    bool remote = false;
+
+    if (s->read_balancing == DRBD_READ_BALANCING_PREFER_LOCAL) {
+        return false;
+    }
+    qemu_mutex_lock(&s->lock);
+    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE &&
+        s->conn.cstate == DRBD_CONN_STATE_CONNECTED &&
+        drbd_peer_can_read_locked(s)) {
+        switch (s->read_balancing) {
+        case DRBD_READ_BALANCING_PREFER_REMOTE:
+            remote = true;
+            break;
+        case DRBD_READ_BALANCING_ROUND_ROBIN:
+            remote = qatomic_fetch_inc(&s->read_turn) & 1;
+            break;
+        default:
+            remote = s->conn.pe < s->lo;
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    return remote;
+}
+
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
              QEMUIOVector *qiov, size_t qiov_offset, BdrvRequestFlags flags)
 {
     int ret;
 
+    if (!qatomic_read(&s->detached) && drbd_read_remote(s) &&
+        drbd_co_read_peer(s, offset, bytes, qiov, qiov_offset) == 0) {
+        return 0;
+    }
     if (!qatomic_read(&s->detached)) {
+        qemu_mutex_lock(&s->lock);
+        s->lo++;
+        qemu_mutex_unlock(&s->lock);
         ret = drbd_co_disk_read(s, offset, bytes, qiov, qiov_offset, flags);
+        qemu_mutex_lock(&s->lock);
+        s->lo--;
+        s->dr += ret == 0 ? bytes : 0;
+        qemu_mutex_unlock(&s->lock);
         if (ret == 0) {
-            qemu_mutex_lock(&s->lock);
-            s->dr += bytes;
-            qemu_mutex_unlock(&s->lock);
             return 0;
         }
         drbd_local_error(s, DRBD_IO_OPERATION_READ, ret);
@@ -1375,6 +1483,7 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(after_sb_2pri, DRBD_AFTER_SB_DISCONNECT);
     DRBD_DEFAULT(on_io_error, DRBD_ON_IO_ERROR_DETACH);
     DRBD_DEFAULT(disk_timeout, 0);
+    DRBD_DEFAULT(read_balancing, DRBD_READ_BALANCING_PREFER_LOCAL);
 #undef DRBD_DEFAULT
 
     v = qobject_output_visitor_new(&obj);
@@ -1759,6 +1868,11 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
 
     GLOBAL_STATE_CODE();
 
+    if (!bs->file) {
+        error_setg(errp, "'%s' is a diskless client (opened without a "
+                   "file): it has no disk to replace", name);
+        return -EINVAL;
+    }
     if (!qatomic_read(&s->detached)) {
         error_setg(errp, "'%s' has its disk: drbd-detach it first", name);
         return -EBUSY;

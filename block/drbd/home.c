@@ -61,8 +61,13 @@ void drbd_io_end(BDRVDrbdState *s)
 int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
                                     int64_t bytes, void *buf)
 {
-    int ret = drbd_co_io_begin(s);
+    int ret;
 
+    if (qatomic_read(&s->detached)) {
+        /* No disk to read (detached, or a diskless client) */
+        return -EIO;
+    }
+    ret = drbd_co_io_begin(s);
     if (ret < 0) {
         return ret;
     }
@@ -79,6 +84,10 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
     s->dr += ret == 0 ? bytes : 0;
     qemu_mutex_unlock(&s->lock);
     drbd_io_end(s);
+    if (ret < 0) {
+        /* A resync, a verify or a peer's read: on-io-error applies */
+        drbd_local_error(s, DRBD_IO_OPERATION_READ, ret);
+    }
     return ret;
 }
 

@@ -815,7 +815,12 @@ int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s)
 /* The local data on disk, before the metadata says it is up to date */
 int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s)
 {
-    int ret = drbd_co_io_begin(s);
+    int ret;
+
+    if (qatomic_read(&s->detached)) {
+        return -EIO;
+    }
+    ret = drbd_co_io_begin(s);
 
     if (ret == 0) {
         bdrv_graph_co_rdlock();

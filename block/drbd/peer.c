@@ -650,9 +650,6 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     /* After the writes that arrived before the request, if they overlap */
     reqlist_wait_all(&peer->apply_reqs, sr->r.offset, sr->r.bytes, NULL);
     ret = drbd_co_read_local(s, sr->r.offset, sr->r.bytes, buf);
-    if (ret < 0 && ret != -ECANCELED) {
-        drbd_local_error(s, DRBD_IO_OPERATION_READ, ret);
-    }
     if (ret == 0 && drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
         drbd_peer_fail(peer, "answering a read: %s", error_get_pretty(err));
         error_free(err);

@@ -191,11 +191,27 @@ static int coroutine_fn drbd_peer_state_changed(DrbdPeer *peer,
 
 /* The peer asks to become primary (or to take another state) */
 static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
-                                                const DrbdStatePacket *st)
+                                                const DrbdStatePacket *st,
+                                                Error **errp)
 {
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     uint32_t result = DRBD_STATE_REPLY_GRANTED;
+    DrbdGate gate;
+
+    /*
+     * What it may announce, it may ask for, and no more (a role we
+     * cannot grant is answered, below, not refused)
+     */
+    qemu_mutex_lock(&s->lock);
+    gate = (DrbdGate) {
+        .role = DRBD_ROLE_UNKNOWN,
+        .peer_disk = s->conn.peer_disk,
+    };
+    qemu_mutex_unlock(&s->lock);
+    if (drbd_gate_state(&gate, st, errp) < 0) {
+        return -EINVAL;
+    }
 
     if (st->role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_lock(&s->lock);
@@ -215,7 +231,11 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
     }
     trace_drbd_state_request(s->bs, DrbdRole_str(st->role), result);
     drbd_wire_put_state_reply(pkt, result);
-    return drbd_send_meta(peer, pkt) < 0 ? -EPIPE : 0;
+    if (drbd_send_meta(peer, pkt) < 0) {
+        error_setg(errp, "could not answer a state request");
+        return -EPIPE;
+    }
+    return 0;
 }
 
 /*
@@ -335,9 +355,8 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             break;
         case DRBD_CMD_STATE_REQ:
             ret = drbd_wire_get_state(payload, h.length, &st, &err);
-            if (ret == 0 && drbd_peer_state_request(peer, &st) < 0) {
-                error_setg(&err, "could not answer a state request");
-                ret = -EPIPE;
+            if (ret == 0) {
+                ret = drbd_peer_state_request(peer, &st, &err);
             }
             break;
         default:

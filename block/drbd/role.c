@@ -22,6 +22,38 @@
 
 #include "drbd-int.h"
 
+/*
+ * The disk state a promotion announces: up to date, or diskless for a
+ * node without a disk, which serves through its peer
+ */
+static DrbdDiskState drbd_promoted_disk(BDRVDrbdState *s)
+{
+    return qatomic_read(&s->detached) ? DRBD_DISK_STATE_DISKLESS :
+                                        DRBD_DISK_STATE_UP_TO_DATE;
+}
+
+/*
+ * Why a node without a disk (detached, or a diskless client) cannot be
+ * primary now, if it cannot: it serves its guest through its peer, which
+ * must be connected, up to date, and able to serve reads.  Called with
+ * s->lock.
+ */
+static int drbd_diskless_promote_check_locked(BDRVDrbdState *s,
+                                              Error **errp)
+{
+    if (!drbd_peer_can_read_locked(s)) {
+        error_setg(errp, "the node has no disk (%s), and no up-to-date peer "
+                   "to serve its guest through (connection %s, peer disk "
+                   "%s)", s->bs->file ? "detached from it" :
+                   "a diskless client", DrbdConnState_str(s->conn.cstate),
+                   DrbdDiskState_str(s->conn.peer_disk));
+        error_append_hint(errp, "A node without a disk is primary only "
+                          "while an up-to-date peer is connected.\n");
+        return -EAGAIN;
+    }
+    return 0;
+}
+
 /* A STATE packet on its way; @done (if set) says when it left */
 typedef struct DrbdStateSend {
     DrbdPeer *peer;
@@ -56,7 +88,7 @@ static void coroutine_fn drbd_send_state_req_co(void *opaque)
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdStatePacket st = {
         .role = DRBD_ROLE_PRIMARY,
-        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+        .disk_state = drbd_promoted_disk(peer->s),
     };
 
     drbd_wire_put_state_req(pkt, &st);
@@ -177,7 +209,7 @@ static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdStatePacket st = {
         .role = DRBD_ROLE_PRIMARY,
-        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+        .disk_state = drbd_promoted_disk(s),
     };
     DrbdPeer *peer = drbd_peer_get(s);
     int64_t deadline, now;
@@ -253,12 +285,22 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_setg(errp, "'%s': the peer is primary; demote it first", name);
         return -EBUSY;
     }
-    if (s->detached || s->md_failed) {
+    if (s->detached && force) {
         qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the local disk failed, and the node "
-                   "detached from it", name);
-        error_append_hint(errp, "Replace or repair the disk, then open the "
-                          "node again: it resyncs from its peer.\n");
+        error_setg(errp, "'%s' has no disk: there is no data of its own to "
+                   "force up to date", name);
+        return -EINVAL;
+    }
+    if (s->detached) {
+        ret = drbd_diskless_promote_check_locked(s, errp);
+        if (ret < 0) {
+            qemu_mutex_unlock(&s->lock);
+            error_prepend(errp, "'%s': ", name);
+            return ret;
+        }
+    } else if (s->md_failed) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s': the local disk failed", name);
         return -EIO;
     }
     if (s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
@@ -267,7 +309,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
                    "again", name);
         return -EAGAIN;
     }
-    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force) {
+    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force && !s->detached) {
         DrbdDiskState disk = s->disk;
 
         qemu_mutex_unlock(&s->lock);
@@ -464,9 +506,11 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
  */
 static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
 {
-    if (s->detached || s->md_failed) {
-        error_setg(errp, "the local disk failed, and the node detached "
-                   "from it");
+    if (s->detached) {
+        return drbd_diskless_promote_check_locked(s, errp);
+    }
+    if (s->md_failed) {
+        error_setg(errp, "the local disk failed");
         return -EIO;
     }
     if (s->disk != DRBD_DISK_STATE_UP_TO_DATE) {

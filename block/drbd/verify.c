@@ -315,7 +315,9 @@ int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
         qemu_mutex_lock(&s->lock);
     }
     primary = s->role == DRBD_ROLE_PRIMARY;
-    if (s->conn.cstate != DRBD_CONN_STATE_CONNECTED) {
+    if (s->detached) {
+        skip = "this node has no disk (detached)";
+    } else if (s->conn.cstate != DRBD_CONN_STATE_CONNECTED) {
         skip = "a resync runs";
     } else if ((p->flags & DRBD_OV_DIGESTS) && primary) {
         skip = "this node is primary: it must read first";
@@ -693,6 +695,10 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
         error_setg(errp, "drbd node '%s' is %s: verify needs a connected "
                    "peer and no resync running", drbd_name(s),
                    DrbdConnState_str(s->conn.cstate));
+    } else if (s->detached || drbd_disk_detached(s->conn.peer_disk)) {
+        error_setg(errp, "drbd node '%s': verify compares two disks, and "
+                   "%s none", drbd_name(s),
+                   s->detached ? "this node has" : "its peer has");
     } else if (s->conn.verify) {
         error_setg(errp, "drbd node '%s' runs a verify already",
                    drbd_name(s));

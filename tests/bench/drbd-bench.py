@@ -25,6 +25,8 @@
 #   drbd-C-diskless  drbd-C whose primary is detached from its disk
 #                (drbd-detach) before the runs: every write and read
 #                goes to the peer only, as after a disk failure
+#   drbd-C-remote, drbd-C-rr, drbd-C-least  drbd-C with read-balancing
+#                prefer-remote, round-robin and least-pending
 #
 # --read measures reads instead of writes (qemu-img bench without -w):
 # a drbd primary reads its local disk, a diskless one its peer's
@@ -82,8 +84,9 @@ parser.add_argument('--iothreads', action='store_true',
 parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
                     'drbd-C,drbd-C-io,nbd-forward-tls,drbd-C-tls,'
-                    'drbd-C-auth,drbd-C-crc32c,drbd-C-diskless (ratios '
-                    'need nbd-forward)')
+                    'drbd-C-auth,drbd-C-crc32c,drbd-C-diskless,'
+                    'drbd-C-remote,drbd-C-rr,drbd-C-least (ratios need '
+                    'nbd-forward)')
 parser.add_argument('--read', action='store_true',
                     help='measure reads instead of writes')
 args = parser.parse_args()
@@ -231,6 +234,10 @@ class Setup:
                     '--object', 'secret,id=key0,data=' + os.urandom(16).hex()]
             elif kind.endswith('-crc32c'):
                 common += 'data-integrity-alg=crc32c,'
+            elif kind.endswith(('-remote', '-rr', '-least')):
+                policy = {'remote': 'prefer-remote', 'rr': 'round-robin',
+                          'least': 'least-pending'}[kind.rsplit('-', 1)[1]]
+                common += f'read-balancing={policy},'
             back = self.start(workdir, 'back', io_obj + back_objs + [
                 '--blockdev', null('back-null'),
                 '--blockdev', common + 'node-name=back,file=back-null,'
@@ -299,7 +306,7 @@ def bench_once(setup, size, depth, count):
 KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
          'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io',
          'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c',
-         'drbd-C-diskless']
+         'drbd-C-diskless', 'drbd-C-remote', 'drbd-C-rr', 'drbd-C-least']
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 

@@ -56,7 +56,11 @@
  * not, or a skip; an accepted RS_CSUM carries csums-alg digests of a
  * bitmap range to a sync target that is not primary, and an RS_CSUM_REPLY
  * is accepted exactly when it answers, with a result, checksums in
- * flight (by id, offset and length).  The order of applied writes keeps
+ * flight (by id, offset and length); an accepted DATA_REQUEST comes from
+ * a primary to a node that is not one, for at most 1 MiB inside the disk,
+ * and no DATA_REPLY or NEG_DREPLY is accepted (the model sends no read);
+ * a STATE or STATE_REQ never brings back a disk the peer announced
+ * diskless or failed.  The order of applied writes keeps
  * its invariants, and a write that arrives can always start once the
  * writes before it finish (no deadlock).
  *
@@ -447,12 +451,28 @@ static int got_state(Model *m, uint16_t cmd, const DrbdStatePacket *st,
     bool both_primary = st->role == DRBD_ROLE_PRIMARY &&
                         m->g.role == DRBD_ROLE_PRIMARY;
 
+    bool detached = m->g.peer_disk == DRBD_DISK_STATE_DISKLESS ||
+                    m->g.peer_disk == DRBD_DISK_STATE_FAILED;
+    bool back = st->disk_state != DRBD_DISK_STATE_DISKLESS &&
+                st->disk_state != DRBD_DISK_STATE_FAILED;
+
     if (cmd == DRBD_CMD_STATE) {
         if (drbd_gate_state(&m->g, st, errp) < 0) {
             return -EINVAL;
         }
         assert(!both_primary);
-    } else if (both_primary) {
+    } else {
+        /* A request is checked for the disk only: its role is answered */
+        DrbdGate g = { .role = DRBD_ROLE_UNKNOWN,
+                       .peer_disk = m->g.peer_disk };
+
+        if (drbd_gate_state(&g, st, errp) < 0) {
+            return -EINVAL;
+        }
+    }
+    /* A detached disk never comes back outside a handshake */
+    assert(!(detached && back));
+    if (cmd == DRBD_CMD_STATE_REQ && both_primary) {
         /* a state request this node refuses: nothing changes */
         return 0;
     }
@@ -616,6 +636,45 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
         }
         return cmd == DRBD_CMD_RS_CSUM ? got_csum(m, &p, errp) :
                got_csum_reply(m, &p, errp);
+    }
+    case DRBD_CMD_DATA_REQUEST:
+    case DRBD_CMD_NEG_DREPLY: {
+        DrbdBlockAck a;
+
+        if (drbd_wire_get_block_ack(cmd, buf, len, m->g.disk_size, &a,
+                                    errp) < 0) {
+            return -EINVAL;
+        }
+        if (cmd == DRBD_CMD_NEG_DREPLY) {
+            /* The model sends no reads: nothing may be answered */
+            if (drbd_gate_data_reply(&m->g, cmd, a.id, a.offset, a.bytes,
+                                     errp) < 0) {
+                return -EINVAL;
+            }
+            g_assert_not_reached();
+        }
+        if (drbd_gate_data_request(&m->g, &a, errp) < 0) {
+            return -EINVAL;
+        }
+        /* Only from a primary, to a node that is not, inside the disk */
+        assert(m->g.peer_role == DRBD_ROLE_PRIMARY &&
+               m->g.role != DRBD_ROLE_PRIMARY);
+        assert(a.bytes <= DRBD_WIRE_MAX_DATA &&
+               a.offset + a.bytes <= m->g.disk_size);
+        return 0;
+    }
+    case DRBD_CMD_DATA_REPLY: {
+        DrbdDataPacket p;
+
+        if (drbd_wire_get_data(cmd, buf, len, m->g.disk_size, &p,
+                               errp) < 0) {
+            return -EINVAL;
+        }
+        if (drbd_gate_data_reply(&m->g, cmd, p.id, p.offset, p.bytes,
+                                 errp) < 0) {
+            return -EINVAL;
+        }
+        g_assert_not_reached();
     }
     case DRBD_CMD_PING:
     case DRBD_CMD_PING_ACK:
