@@ -69,7 +69,7 @@ check: build
 bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)
 	python3 tests/bench/drbd-bench.py $(BLD) --disk-latency-ns 100000 --iothreads
-	python3 tests/bench/drbd-bench.py $(BLD) --read --kinds nbd-forward,drbd-C,drbd-C-diskless,drbd-C-remote,drbd-C-rr,drbd-C-least
+	python3 tests/bench/drbd-bench.py $(BLD) --read --kinds nbd-forward,drbd-C,drbd-C-diskless,drbd-C-remote,drbd-C-rr,drbd-C-least,drbd-C-target
 	python3 tests/bench/drbd-resync-bench.py $(BLD)
 	python3 tests/bench/drbd-resync-bench.py $(BLD) --pace
 

@@ -371,6 +371,13 @@ struct BDRVDrbdState {
     DrbdOnIoError on_io_error;
     uint64_t disk_timeout_ns;   /* disk-timeout, fixed at open; 0: none */
     DrbdReadBalancing read_balancing;   /* fixed at open */
+    /*
+     * Guest requests cover whole 4 KiB bitmap blocks (the block layer
+     * reads around the others): set, in the main loop, when a sync
+     * target is promoted, so that a guest write replaces whole blocks
+     * that the resync would otherwise write over
+     */
+    bool whole_blocks;
     unsigned read_turn;         /* atomic: round-robin's count */
     bool detached;
     QEMUBH *disk_error_bh;

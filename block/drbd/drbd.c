@@ -869,6 +869,14 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (cmd == DRBD_CMD_DATA && ret == 0 && !diskless) {
         s->dw += bytes;
     }
+    if (ret == 0 && !diskless && s->whole_blocks && s->conn.peer &&
+        s->conn.peer->sync_target && !(req->state & DRBD_RQ_NET_OOS)) {
+        /*
+         * A sync target: its blocks are the newest here now, and on the
+         * peer, which has the write; the resync skips them (peer.c)
+         */
+        drbd_oos_reset_locked(s, offset, bytes);
+    }
     /*
      * Detached, the local half counts as done: the write is the peer's,
      * and succeeds if the peer got it
@@ -957,6 +965,25 @@ static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
  * node's on-io-error applies)
  */
 /*
+ * Whether [@offset, @offset + @bytes) holds blocks that this node, a
+ * primary sync target, lacks still (the resync has not written them,
+ * nor a guest write replaced them).  Its data is not up to date: a
+ * block marked is one to read from the peer, or not at all, also once
+ * the peer is gone.
+ */
+static bool drbd_read_lacking(BDRVDrbdState *s, int64_t offset,
+                              int64_t bytes)
+{
+    bool lacking;
+
+    qemu_mutex_lock(&s->lock);
+    lacking = s->disk != DRBD_DISK_STATE_UP_TO_DATE &&
+              hbitmap_next_dirty(s->oos, offset, bytes) >= 0;
+    qemu_mutex_unlock(&s->lock);
+    return lacking;
+}
+
+/*
  * Whether read-balancing sends this read to the peer: only while both
  * disks are up to date and the peer can serve reads
  */
@@ -992,6 +1019,10 @@ drbd_co_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
 {
     int ret;
 
+    if (!qatomic_read(&s->detached) && drbd_read_lacking(s, offset, bytes)) {
+        /* A primary sync target lacks blocks of it: the peer has them */
+        return drbd_co_read_peer(s, offset, bytes, qiov, qiov_offset);
+    }
     if (!qatomic_read(&s->detached) && drbd_read_remote(s) &&
         drbd_co_read_peer(s, offset, bytes, qiov, qiov_offset) == 0) {
         return 0;
@@ -1147,6 +1178,8 @@ static void GRAPH_RDLOCK drbd_refresh_limits(BlockDriverState *bs,
     BDRVDrbdState *s = bs->opaque;
 
     bs->bl.request_alignment = MAX(bs->bl.request_alignment,
+                                   s->whole_blocks ?
+                                   1 << DRBD_BM_GRANULARITY :
                                    DRBD_WIRE_ALIGN);
     bs->bl.max_transfer = MIN_NON_ZERO(bs->bl.max_transfer,
                                        DRBD_WIRE_MAX_DATA);
@@ -1171,8 +1204,12 @@ drbd_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
     BDRVDrbdState *s = bs->opaque;
 
     *pnum = bytes;
-    if (qatomic_read(&s->detached)) {
-        /* The data is the peer's: the local disk says nothing of it */
+    if (qatomic_read(&s->detached) ||
+        qatomic_read(&s->disk) != DRBD_DISK_STATE_UP_TO_DATE) {
+        /*
+         * The data is the peer's, all of it or the blocks a resync has
+         * not brought yet: the local disk's allocation says nothing
+         */
         return BDRV_BLOCK_DATA;
     }
     *map = offset;

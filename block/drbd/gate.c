@@ -108,8 +108,12 @@ int drbd_gate_write(const DrbdGate *g, uint16_t cmd,
         error_setg(errp, "%s packet is not a write", drbd_cmd_name(cmd));
         return -EINVAL;
     }
-    /* A primary that receives a write talks to a peer that is one too */
-    if (g->role == DRBD_ROLE_PRIMARY) {
+    /*
+     * A primary that receives a write talks to a peer that is one too;
+     * resync data is for a sync target, which may be primary
+     */
+    if (g->role == DRBD_ROLE_PRIMARY &&
+        !(is_resync_write_cmd(cmd) && g->sync_target)) {
         error_setg(errp, "received a %s packet while primary",
                    drbd_cmd_name(cmd));
         return -EINVAL;

@@ -142,6 +142,64 @@ static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
            (flags & DRBD_DP_FUA);
 }
 
+/*
+ * Resync data on a sync target that was promoted (s->whole_blocks): its
+ * guest writes replace whole blocks and clear their bits (drbd.c), and
+ * what the resync brings for those is as old as, or older than, what the
+ * guest wrote since.  Only the blocks still lacking are written, with
+ * guest writes to the range held off meanwhile; their bits are cleared
+ * here.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_apply_resync_lacking(BDRVDrbdState *s, DrbdApply *a,
+                          BdrvRequestFlags flags)
+{
+    int64_t end = a->p.offset + a->p.bytes;
+    int64_t start = a->p.offset, count;
+    BlockReq req;
+    int ret = 0;
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_wait_all(&s->active_reqs, a->p.offset, a->p.bytes,
+                     &s->reqs_lock);
+    reqlist_init_req(&s->active_reqs, &req, a->p.offset, a->p.bytes);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+
+    while (start < end) {
+        QEMUIOVector qiov;
+        bool found;
+
+        qemu_mutex_lock(&s->lock);
+        found = hbitmap_next_dirty_area(s->oos, start, end, INT64_MAX,
+                                        &start, &count);
+        qemu_mutex_unlock(&s->lock);
+        if (!found) {
+            break;
+        }
+        if (a->cmd == DRBD_CMD_RS_DATA) {
+            qemu_iovec_init_buf(&qiov, a->p.data + (start - a->p.offset),
+                                count);
+            ret = drbd_co_disk_write(s, DRBD_CMD_DATA, start, count, &qiov,
+                                     0, flags);
+        } else {
+            ret = drbd_co_disk_write(s, DRBD_CMD_ZEROES, start, count, NULL,
+                                     0, flags);
+        }
+        if (ret < 0) {
+            break;
+        }
+        qemu_mutex_lock(&s->lock);
+        drbd_oos_reset_locked(s, start, count);
+        qemu_mutex_unlock(&s->lock);
+        start += count;
+    }
+
+    qemu_co_mutex_lock(&s->reqs_lock);
+    reqlist_remove_req(&req);
+    qemu_co_mutex_unlock(&s->reqs_lock);
+    return ret;
+}
+
 static void coroutine_fn drbd_apply_co(void *opaque)
 {
     DrbdApply *a = opaque;
@@ -150,6 +208,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     g_autoptr(GByteArray) acks = g_byte_array_new();
     QEMUIOVector qiov;
     BdrvRequestFlags flags = 0;
+    bool lacking = false;
     int ret;
 
     if (a->p.flags & DRBD_DP_FUA) {
@@ -165,7 +224,14 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     qemu_mutex_unlock(&s->lock);
 
     bdrv_graph_co_rdlock();
-    switch (a->cmd) {
+    lacking = drbd_is_resync_write(a->cmd) && s->whole_blocks;
+    switch (lacking ? 0 : a->cmd) {
+    case 0:
+        if (a->p.flags & DRBD_DP_MAY_UNMAP) {
+            flags |= BDRV_REQ_MAY_UNMAP;
+        }
+        ret = drbd_apply_resync_lacking(s, a, flags);
+        break;
     case DRBD_CMD_DATA:
     case DRBD_CMD_RS_DATA:
         qemu_iovec_init_buf(&qiov, a->p.data, a->p.bytes);
@@ -206,7 +272,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     if (a->cmd == DRBD_CMD_DATA || a->cmd == DRBD_CMD_RS_DATA) {
         s->dw += ret == 0 ? a->p.bytes : 0;
     }
-    if (drbd_is_resync_write(a->cmd) && ret == 0) {
+    if (drbd_is_resync_write(a->cmd) && ret == 0 && !lacking) {
         drbd_oos_reset_locked(s, a->p.offset, a->p.bytes);
     }
     qemu_mutex_unlock(&s->lock);

@@ -54,6 +54,21 @@ static int drbd_diskless_promote_check_locked(BDRVDrbdState *s,
     return 0;
 }
 
+/*
+ * Whether this node, a sync target, may be primary while its resync
+ * runs (DRBD allows it): the blocks it lacks are read from its peer, the
+ * sync source, which must be up to date and serve reads.  Not with a
+ * checksum-based resync, whose target compares its own blocks.  Called
+ * with s->lock.
+ */
+static bool drbd_sync_target_may_serve_locked(BDRVDrbdState *s)
+{
+    return s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET &&
+           s->conn.peer && s->conn.peer->sync_target &&
+           s->conn.csums_alg == DRBD_DIGEST_NONE &&
+           drbd_peer_can_read_locked(s);
+}
+
 /* A STATE packet on its way; @done (if set) says when it left */
 typedef struct DrbdStateSend {
     DrbdPeer *peer;
@@ -273,6 +288,7 @@ void drbd_announce_role(BDRVDrbdState *s)
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = drbd_name(s);
+    bool target;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -309,7 +325,10 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
                    "again", name);
         return -EAGAIN;
     }
-    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force && !s->detached) {
+    target = s->disk == DRBD_DISK_STATE_INCONSISTENT && !force &&
+             drbd_sync_target_may_serve_locked(s);
+    if (s->disk != DRBD_DISK_STATE_UP_TO_DATE && !force && !s->detached &&
+        !target) {
         DrbdDiskState disk = s->disk;
 
         qemu_mutex_unlock(&s->lock);
@@ -321,6 +340,21 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     }
     qemu_mutex_unlock(&s->lock);
 
+    if (target && !s->whole_blocks) {
+        /* Guest writes replace whole bitmap blocks from now on */
+        Error *local_err = NULL;
+
+        bdrv_drained_begin(s->bs);
+        s->whole_blocks = true;
+        bdrv_graph_rdlock_main_loop();
+        bdrv_refresh_limits(s->bs, NULL, &local_err);
+        bdrv_graph_rdunlock_main_loop();
+        bdrv_drained_end(s->bs);
+        if (local_err) {
+            error_propagate_prepend(errp, local_err, "'%s': ", name);
+            return -EINVAL;
+        }
+    }
     if (drbd_request_promotion(s, errp) < 0) {
         error_prepend(errp, "'%s': ", name);
         return -EBUSY;

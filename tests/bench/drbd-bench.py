@@ -27,6 +27,10 @@
 #                goes to the peer only, as after a disk failure
 #   drbd-C-remote, drbd-C-rr, drbd-C-least  drbd-C with read-balancing
 #                prefer-remote, round-robin and least-pending
+#   drbd-C-target  the first daemon's drbd node is the target of a
+#                resync that crawls (drbd-invalidate, resync-rate 4 KiB/s),
+#                promoted while it runs: it lacks every block still, and
+#                reads them from its peer
 #
 # --read measures reads instead of writes (qemu-img bench without -w):
 # a drbd primary reads its local disk, a diskless one its peer's
@@ -85,8 +89,8 @@ parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
                     'drbd-C,drbd-C-io,nbd-forward-tls,drbd-C-tls,'
                     'drbd-C-auth,drbd-C-crc32c,drbd-C-diskless,'
-                    'drbd-C-remote,drbd-C-rr,drbd-C-least (ratios need '
-                    'nbd-forward)')
+                    'drbd-C-remote,drbd-C-rr,drbd-C-least,drbd-C-target '
+                    '(ratios need nbd-forward)')
 parser.add_argument('--read', action='store_true',
                     help='measure reads instead of writes')
 args = parser.parse_args()
@@ -238,10 +242,12 @@ class Setup:
                 policy = {'remote': 'prefer-remote', 'rr': 'round-robin',
                           'least': 'least-pending'}[kind.rsplit('-', 1)[1]]
                 common += f'read-balancing={policy},'
+            target = kind.endswith('-target')
             back = self.start(workdir, 'back', io_obj + back_objs + [
                 '--blockdev', null('back-null'),
                 '--blockdev', common + 'node-name=back,file=back-null,'
                 'node-id=1,role=secondary,'
+                + ('resync-rate=4096,' if target else '')
                 + 'listen.' + tcp.replace(',', ',listen.')])
             if iothread:
                 back.cmd('x-blockdev-set-iothread', node_name='back',
@@ -249,11 +255,16 @@ class Setup:
             front = self.start(workdir, 'front', front_objs + [
                 '--blockdev', null('front-null'),
                 '--blockdev', common + 'node-name=front,file=front-null,'
-                'node-id=0,role=primary,wfc-timeout=10000,'
+                'node-id=0,wfc-timeout=10000,'
+                + ('role=secondary,' if target else 'role=primary,')
                 + 'peer.' + tcp.replace(',', ',peer.')] + front_export)
             info = front.cmd('query-drbd')[0]
             if info['connection'] != 'connected':
                 raise RuntimeError(f'{kind}: not connected: {info}')
+            if target:
+                front.cmd('drbd-invalidate', node_name='front')
+                self.wait_drbd(front, 'sync-target')
+                front.cmd('drbd-promote', node_name='front')
             if kind.endswith('-diskless'):
                 front.cmd('drbd-detach', node_name='front')
                 info = front.cmd('query-drbd')[0]
@@ -266,6 +277,15 @@ class Setup:
         d = Daemon(workdir, name, argv)
         self.daemons.append(d)
         return d
+
+    @staticmethod
+    def wait_drbd(d, connection):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if d.cmd('query-drbd')[0]['connection'] == connection:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f'drbd node not {connection}')
 
     @staticmethod
     def wait_ready(d):
@@ -306,7 +326,8 @@ def bench_once(setup, size, depth, count):
 KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
          'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io',
          'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c',
-         'drbd-C-diskless', 'drbd-C-remote', 'drbd-C-rr', 'drbd-C-least']
+         'drbd-C-diskless', 'drbd-C-remote', 'drbd-C-rr', 'drbd-C-least',
+         'drbd-C-target']
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 

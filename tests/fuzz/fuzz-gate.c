@@ -48,8 +48,8 @@
  * sent (and not acked yet, for a chunk), an accepted BARRIER_ACK an
  * epoch that was closed and not acked; an accepted write or resync range
  * lies inside the disk, resync ranges on the bitmap's 4 KiB blocks; a
- * resync is only accepted from the node's sync source and only on a node
- * that is not primary; writes are only accepted from a primary; an
+ * resync is only accepted from the node's sync source (a primary node
+ * takes only that); writes are only accepted from a primary; an
  * accepted OV_REQUEST lies on the bitmap inside the disk, an accepted
  * OV_REPLY answers a verify request in flight, by id, offset and length,
  * with a result where the request carried digests, digests where it did
@@ -391,7 +391,8 @@ static int got_write(Model *m, uint16_t cmd, const DrbdDataPacket *p,
     if (drbd_gate_write(&m->g, cmd, p, errp) < 0) {
         return -EINVAL;
     }
-    assert(m->g.role != DRBD_ROLE_PRIMARY);
+    /* A primary takes resync data only as a sync target */
+    assert(m->g.role != DRBD_ROLE_PRIMARY || cmd == DRBD_CMD_RS_DATA);
     assert(p->offset + p->bytes <= m->g.disk_size);
     if (cmd == DRBD_CMD_RS_DATA) {
         assert(m->g.sync_target);

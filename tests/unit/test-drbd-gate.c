@@ -272,7 +272,10 @@ static void test_resync_data(void)
     p.bytes = BM;
     assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), err);
 
+    /* A sync target promoted while its resync runs takes its data */
     g.role = DRBD_ROLE_PRIMARY;
+    assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), err);
+    g.sync_target = false;
     assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_DATA, &p, &err), &err,
                    "received a RS_DATA packet while primary");
 
@@ -289,8 +292,14 @@ static void test_resync_data(void)
                    "is not aligned");
     p.offset = BM;
     g.role = DRBD_ROLE_PRIMARY;
+    assert_ok(drbd_gate_write(&g, DRBD_CMD_RS_ZEROES, &p, &err), err);
+    g.sync_target = false;
     assert_refused(drbd_gate_write(&g, DRBD_CMD_RS_ZEROES, &p, &err), &err,
                    "received a RS_ZEROES packet while primary");
+    /* Guest writes never reach a primary */
+    g.sync_target = true;
+    assert_refused(drbd_gate_write(&g, DRBD_CMD_DATA, &p, &err), &err,
+                   "received a DATA packet while primary");
 }
 
 static void test_out_of_sync(void)
