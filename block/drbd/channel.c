@@ -519,6 +519,22 @@ int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt)
  * Start a coroutine of the connection in its home context; it holds a
  * reference to the peer and drops it with drbd_peer_put() when it ends.
  */
+/*
+ * The same in the caller's context, for what a receiver starts that
+ * shares the receiver's state (the applies' list of ranges): it runs in
+ * the receiver's thread, also while the node moves and the receiver has
+ * not followed yet, rather than in the node's new context beside it
+ */
+void coroutine_fn drbd_peer_spawn_here(DrbdPeer *peer, CoroutineEntry *fn,
+                                       void *opaque)
+{
+    qemu_mutex_lock(&peer->s->lock);
+    peer->running++;
+    qemu_mutex_unlock(&peer->s->lock);
+    aio_co_enter(qemu_get_current_aio_context(),
+                 qemu_coroutine_create(fn, opaque));
+}
+
 void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque)
 {
     AioContext *ctx;

@@ -498,11 +498,13 @@ struct BDRVDrbdState {
  *   job.c                    the resync and the verify as QEMU jobs
  *   tl.c                     the transfer log: guest writes to the peer
  *   readpeer.c               guest reads served by the peer
- *   disk.c                   requests to the local disk, disk-timeout
  *   channel.c                packets on the two channels, peer references
  *   meta.c                   metadata on disk: superblock, bitmap, AL
- *   state.c                  roles, connection and disk states, UUIDs
- *   home.c                   the drain gate, context moves, sleeps
+ *   home.c                   the drain gate, context moves, sleeps,
+ *                            background reads
+ *   state.c                  roles, connection and disk states, UUIDs,
+ *                            local disk errors (on-io-error)
+ *   disk.c                   requests to the local disk, disk-timeout
  *   wire.c, rle.c, uuid.c, md-format.c, al-cache.c, req.c, order.c,
  *   pace.c                   pure logic
  */
@@ -612,6 +614,8 @@ DrbdPeer *drbd_peer_get(BDRVDrbdState *s);
 DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s);
 void drbd_peer_put(DrbdPeer *peer);
 void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque);
+void coroutine_fn drbd_peer_spawn_here(DrbdPeer *peer, CoroutineEntry *fn,
+                                       void *opaque);
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
 void drbd_peer_kick(DrbdPeer *peer);

@@ -61,6 +61,7 @@ void drbd_io_end(BDRVDrbdState *s)
 int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
                                     int64_t bytes, void *buf)
 {
+    QEMUIOVector qiov;
     int ret;
 
     if (qatomic_read(&s->detached)) {
@@ -75,8 +76,10 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
     s->lo++;
     qemu_mutex_unlock(&s->lock);
 
+    /* Bounded by disk-timeout, as the guest's reads are */
+    qemu_iovec_init_buf(&qiov, buf, bytes);
     bdrv_graph_co_rdlock();
-    ret = bdrv_co_pread(s->bs->file, offset, bytes, buf, 0);
+    ret = drbd_co_disk_read(s, offset, bytes, &qiov, 0, 0);
     bdrv_graph_co_rdunlock();
 
     qemu_mutex_lock(&s->lock);

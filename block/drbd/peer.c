@@ -624,7 +624,7 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
     reqlist_init_req(&peer->apply_reqs, &cr->req, p->offset, p->bytes);
     peer->resync_inflight++;
     peer->csum_reading++;
-    drbd_peer_spawn(peer, drbd_csum_read_co, cr);
+    drbd_peer_spawn_here(peer, drbd_csum_read_co, cr);
     return 0;
 }
 
@@ -779,6 +779,6 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
     sr = g_new0(DrbdServeRead, 1);
     sr->peer = peer;
     sr->r = *r;
-    drbd_peer_spawn(peer, drbd_serve_read_co, sr);
+    drbd_peer_spawn_here(peer, drbd_serve_read_co, sr);
     return 0;
 }

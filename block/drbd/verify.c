@@ -227,7 +227,7 @@ static void coroutine_fn drbd_verify_in_order(DrbdPeer *peer,
     io->reply = reply;
     reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
     reqlist_init_req(&peer->apply_reqs, &io->req, p->offset, p->bytes);
-    drbd_peer_spawn(peer, drbd_verify_in_order_co, io);
+    drbd_peer_spawn_here(peer, drbd_verify_in_order_co, io);
 }
 
 /*
