@@ -37,12 +37,41 @@ typedef struct DrbdDiskIo {
     int64_t offset, bytes;
     BdrvRequestFlags flags;
     void *buf;                  /* DATA and reads: the copy of the data */
+    QEMUIOVector qiov;          /* over @buf */
     int ret;
     bool done;                  /* the request completed, with @ret */
     bool timed_out;             /* the caller gave up on it */
     Coroutine *waiter;          /* the caller, while it waits */
     unsigned refs;
 } DrbdDiskIo;
+
+/* The request itself: a read, a flush, or a write of kind @cmd */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_disk_do(BDRVDrbdState *s, DrbdIoOperation op, uint16_t cmd,
+             int64_t offset, int64_t bytes, QEMUIOVector *qiov,
+             size_t qiov_offset, BdrvRequestFlags flags)
+{
+    BdrvChild *file = s->bs->file;
+
+    switch (op) {
+    case DRBD_IO_OPERATION_READ:
+        return bdrv_co_preadv_part(file, offset, bytes, qiov, qiov_offset,
+                                   flags);
+    case DRBD_IO_OPERATION_FLUSH:
+        return bdrv_co_flush(file->bs);
+    default:
+        break;
+    }
+    switch (cmd) {
+    case DRBD_CMD_DATA:
+        return bdrv_co_pwritev_part(file, offset, bytes, qiov, qiov_offset,
+                                    flags);
+    case DRBD_CMD_ZEROES:
+        return bdrv_co_pwrite_zeroes(file, offset, bytes, flags);
+    default:
+        return bdrv_co_pdiscard(file, offset, bytes);
+    }
+}
 
 static void drbd_disk_io_unref(DrbdDiskIo *io)
 {
@@ -56,32 +85,11 @@ static void coroutine_fn drbd_disk_io_co(void *opaque)
 {
     DrbdDiskIo *io = opaque;
     BDRVDrbdState *s = io->s;
-    BdrvChild *file = s->bs->file;
     Coroutine *waiter;
 
     bdrv_graph_co_rdlock();
-    switch (io->op) {
-    case DRBD_IO_OPERATION_READ:
-        io->ret = bdrv_co_pread(file, io->offset, io->bytes, io->buf,
-                                io->flags);
-        break;
-    case DRBD_IO_OPERATION_FLUSH:
-        io->ret = bdrv_co_flush(file->bs);
-        break;
-    default:
-        switch (io->cmd) {
-        case DRBD_CMD_DATA:
-            io->ret = bdrv_co_pwrite(file, io->offset, io->bytes, io->buf,
-                                     io->flags);
-            break;
-        case DRBD_CMD_ZEROES:
-            io->ret = bdrv_co_pwrite_zeroes(file, io->offset, io->bytes,
-                                            io->flags);
-            break;
-        default:
-            io->ret = bdrv_co_pdiscard(file, io->offset, io->bytes);
-        }
-    }
+    io->ret = drbd_disk_do(s, io->op, io->cmd, io->offset, io->bytes,
+                           &io->qiov, 0, io->flags);
     bdrv_graph_co_rdunlock();
 
     io->done = true;
@@ -111,17 +119,40 @@ static void drbd_disk_io_timeout(void *opaque)
 }
 
 /*
- * Run @io in a coroutine of its own and wait for it, or for
- * disk-timeout.  Returns its result, or -ETIMEDOUT.
+ * @op (@cmd for a write) on the local disk.  Without disk-timeout, the
+ * request itself; with it, in a coroutine of its own on a copy of the
+ * data, waited for until disk-timeout: its result, or -ETIMEDOUT.
  */
-static int coroutine_fn drbd_disk_io_run(DrbdDiskIo *io)
+static int coroutine_fn GRAPH_RDLOCK
+drbd_disk_request(BDRVDrbdState *s, DrbdIoOperation op, uint16_t cmd,
+                  int64_t offset, int64_t bytes, QEMUIOVector *qiov,
+                  size_t qiov_offset, BdrvRequestFlags flags)
 {
-    BDRVDrbdState *s = io->s;
     AioContext *ctx = qemu_get_current_aio_context();
+    bool has_data = op == DRBD_IO_OPERATION_READ ||
+                    (op == DRBD_IO_OPERATION_WRITE && cmd == DRBD_CMD_DATA);
     QEMUTimer *timer;
+    DrbdDiskIo *io;
     int ret;
 
-    io->refs = 2;
+    if (!s->disk_timeout_ns) {
+        return drbd_disk_do(s, op, cmd, offset, bytes, qiov, qiov_offset,
+                            flags);
+    }
+
+    io = g_new0(DrbdDiskIo, 1);
+    *io = (DrbdDiskIo) {
+        .s = s, .op = op, .cmd = cmd, .offset = offset, .bytes = bytes,
+        .flags = flags, .refs = 2,
+    };
+    if (has_data) {
+        io->buf = qemu_blockalign(s->bs, bytes);
+        qemu_iovec_init_buf(&io->qiov, io->buf, bytes);
+        if (op == DRBD_IO_OPERATION_WRITE) {
+            qemu_iovec_to_buf(qiov, qiov_offset, io->buf, bytes);
+        }
+    }
+
     bdrv_inc_in_flight(s->bs);
     timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                           drbd_disk_io_timeout, io);
@@ -135,12 +166,17 @@ static int coroutine_fn drbd_disk_io_run(DrbdDiskIo *io)
     timer_free(timer);
     if (io->done) {
         ret = io->ret;
+        if (ret == 0 && op == DRBD_IO_OPERATION_READ) {
+            /* In time: the data is the guest's */
+            qemu_iovec_from_buf(qiov, qiov_offset, io->buf, bytes);
+        }
     } else {
         io->timed_out = true;
         ret = -ETIMEDOUT;
-        trace_drbd_disk_timeout(s->bs, DrbdIoOperation_str(io->op),
-                                io->offset, io->bytes);
+        trace_drbd_disk_timeout(s->bs, DrbdIoOperation_str(op), offset,
+                                bytes);
     }
+    drbd_disk_io_unref(io);
     return ret;
 }
 
@@ -149,33 +185,8 @@ drbd_co_disk_write(BDRVDrbdState *s, uint16_t cmd, int64_t offset,
                    int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
                    BdrvRequestFlags flags)
 {
-    BdrvChild *file = s->bs->file;
-    DrbdDiskIo *io;
-    int ret;
-
-    if (!s->disk_timeout_ns) {
-        switch (cmd) {
-        case DRBD_CMD_DATA:
-            return bdrv_co_pwritev_part(file, offset, bytes, qiov,
-                                        qiov_offset, flags);
-        case DRBD_CMD_ZEROES:
-            return bdrv_co_pwrite_zeroes(file, offset, bytes, flags);
-        default:
-            return bdrv_co_pdiscard(file, offset, bytes);
-        }
-    }
-    io = g_new0(DrbdDiskIo, 1);
-    *io = (DrbdDiskIo) {
-        .s = s, .op = DRBD_IO_OPERATION_WRITE, .cmd = cmd,
-        .offset = offset, .bytes = bytes, .flags = flags,
-    };
-    if (cmd == DRBD_CMD_DATA) {
-        io->buf = qemu_blockalign(s->bs, bytes);
-        qemu_iovec_to_buf(qiov, qiov_offset, io->buf, bytes);
-    }
-    ret = drbd_disk_io_run(io);
-    drbd_disk_io_unref(io);
-    return ret;
+    return drbd_disk_request(s, DRBD_IO_OPERATION_WRITE, cmd, offset, bytes,
+                             qiov, qiov_offset, flags);
 }
 
 int coroutine_fn GRAPH_RDLOCK
@@ -183,39 +194,12 @@ drbd_co_disk_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
                   QEMUIOVector *qiov, size_t qiov_offset,
                   BdrvRequestFlags flags)
 {
-    DrbdDiskIo *io;
-    int ret;
-
-    if (!s->disk_timeout_ns) {
-        return bdrv_co_preadv_part(s->bs->file, offset, bytes, qiov,
-                                   qiov_offset, flags);
-    }
-    io = g_new0(DrbdDiskIo, 1);
-    *io = (DrbdDiskIo) {
-        .s = s, .op = DRBD_IO_OPERATION_READ,
-        .offset = offset, .bytes = bytes, .flags = flags,
-        .buf = qemu_blockalign(s->bs, bytes),
-    };
-    ret = drbd_disk_io_run(io);
-    if (ret == 0) {
-        /* In time: the data is the guest's */
-        qemu_iovec_from_buf(qiov, qiov_offset, io->buf, bytes);
-    }
-    drbd_disk_io_unref(io);
-    return ret;
+    return drbd_disk_request(s, DRBD_IO_OPERATION_READ, 0, offset, bytes,
+                             qiov, qiov_offset, flags);
 }
 
 int coroutine_fn GRAPH_RDLOCK drbd_co_disk_flush(BDRVDrbdState *s)
 {
-    DrbdDiskIo *io;
-    int ret;
-
-    if (!s->disk_timeout_ns) {
-        return bdrv_co_flush(s->bs->file->bs);
-    }
-    io = g_new0(DrbdDiskIo, 1);
-    *io = (DrbdDiskIo) { .s = s, .op = DRBD_IO_OPERATION_FLUSH };
-    ret = drbd_disk_io_run(io);
-    drbd_disk_io_unref(io);
-    return ret;
+    return drbd_disk_request(s, DRBD_IO_OPERATION_FLUSH, 0, 0, 0, NULL, 0,
+                             0);
 }

@@ -976,6 +976,10 @@ static bool drbd_read_lacking(BDRVDrbdState *s, int64_t offset,
 {
     bool lacking;
 
+    if (qatomic_read(&s->disk) == DRBD_DISK_STATE_UP_TO_DATE) {
+        /* Every guest read of an up-to-date node: no lock, no bitmap */
+        return false;
+    }
     qemu_mutex_lock(&s->lock);
     lacking = s->disk != DRBD_DISK_STATE_UP_TO_DATE &&
               hbitmap_next_dirty(s->oos, offset, bytes) >= 0;
