@@ -294,7 +294,7 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
                          NULL);
     drbd_sleep_wake(s, &peer->ping_sleep, true);
     drbd_sleep_wake(s, &peer->resync_sleep, true);
-    drbd_sleep_wake(s, &s->conn.promote_sleep, false);
+    drbd_sleep_wake(s, &s->conn.state_sleep, false);
     /* Flushes waiting for a barrier ack see that none will come */
     qemu_mutex_lock(&s->lock);
     qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);

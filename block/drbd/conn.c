@@ -123,8 +123,9 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
 
 /*
  * Accepted connections whose HELLO is awaited at once: idle or slow
- * candidates do not keep the real peer out while they time out.  More
- * than this are closed when accepted.
+ * candidates do not keep the real peer out while they time out.  With
+ * all slots taken, a new connection takes the slot of the oldest
+ * candidate that has not sent a valid HELLO (or of the oldest one).
  */
 #define DRBD_MAX_CANDIDATES     16
 
@@ -135,29 +136,37 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
  * ends them before it follows the node elsewhere), so nothing here needs
  * a lock.
  */
-typedef struct DrbdAccept {
-    BDRVDrbdState *s;
-    QIOChannel *data;
-    QIOChannel *meta;
-    QIOChannelSocket *cand[DRBD_MAX_CANDIDATES];    /* HELLO awaited */
-    unsigned ncand;
-} DrbdAccept;
+typedef struct DrbdAccept DrbdAccept;
 
 typedef struct DrbdCandidate {
     DrbdAccept *acc;
+    QIOChannelSocket *sioc;
+    uint64_t seq;               /* the order it was accepted in */
     unsigned slot;
+    bool hello_ok;              /* its HELLO passed: likely the peer */
+    bool evicted;               /* its slot went to a newer connection */
 } DrbdCandidate;
+
+struct DrbdAccept {
+    BDRVDrbdState *s;
+    QIOChannel *data;
+    QIOChannel *meta;
+    DrbdCandidate *cand[DRBD_MAX_CANDIDATES];   /* HELLO awaited */
+    unsigned ncand;             /* slots taken */
+    unsigned running;           /* candidate coroutines, evicted included */
+    uint64_t seq;
+};
 
 static void coroutine_fn drbd_candidate_co(void *opaque)
 {
     DrbdCandidate *c = opaque;
     DrbdAccept *acc = c->acc;
     BDRVDrbdState *s = acc->s;
-    QIOChannel *ioc = QIO_CHANNEL(acc->cand[c->slot]);
+    QIOChannel *ioc = QIO_CHANNEL(c->sioc);
     Error *local_err = NULL;
     DrbdDeadline dl = { 0 };
     DrbdHello hello = { 0 };
-    bool is_meta;
+    bool is_meta, own = false;
     int ret;
 
     drbd_deadline_arm(&dl, ioc, s->conn.ping_timeout_ns);
@@ -166,6 +175,7 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
         /* A stranger gets no answer */
         ret = drbd_check_hello(s, &hello, &local_err);
     }
+    c->hello_ok = ret == 0;
     is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
     if (ret == 0) {
         /*
@@ -178,31 +188,46 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
         ret = drbd_secure_check_hello(s, &hello, &local_err);
     }
     if (ret == 0) {
-        /* may replace ioc with TLS over it; the deadline cuts the socket */
+        /*
+         * A reference of our own, which the channel takes over if it
+         * passes; may replace ioc with TLS over it (the deadline cuts the
+         * socket)
+         */
+        object_ref(OBJECT(ioc));
+        own = true;
         ret = drbd_secure_channel(s, &ioc, false, &local_err);
     }
     drbd_deadline_disarm(&dl);
-
-    acc->cand[c->slot] = NULL;
-    acc->ncand--;
-    if (ret < 0) {
-        if (dl.expired) {
-            error_free(local_err);
-            local_err = NULL;
-            error_setg(&local_err, "the peer did not finish the "
-                       "handshake in time");
-        }
-        /* A bad candidate does not stop us listening */
-        drbd_note_error(s, local_err);
+    if (own && (ret < 0 || c->evicted)) {
         object_unref(OBJECT(ioc));
-    } else if (is_meta) {
-        /* A second channel of the same kind replaces the first */
-        g_clear_pointer(&acc->meta, object_unref);
-        acc->meta = ioc;
-    } else {
-        g_clear_pointer(&acc->data, object_unref);
-        acc->data = ioc;
     }
+
+    if (c->evicted) {
+        /* Its slot is another's now; its socket was shut down */
+        error_free(local_err);
+    } else {
+        acc->cand[c->slot] = NULL;
+        acc->ncand--;
+        if (ret < 0) {
+            if (dl.expired) {
+                error_free(local_err);
+                local_err = NULL;
+                error_setg(&local_err, "the peer did not finish the "
+                           "handshake in time");
+            }
+            /* A bad candidate does not stop us listening */
+            drbd_note_error(s, local_err);
+        } else if (is_meta) {
+            /* A second channel of the same kind replaces the first */
+            g_clear_pointer(&acc->meta, object_unref);
+            acc->meta = ioc;
+        } else {
+            g_clear_pointer(&acc->data, object_unref);
+            acc->data = ioc;
+        }
+    }
+    object_unref(OBJECT(c->sioc));
+    acc->running--;
     g_free(c);
     /* The acceptor looks again */
     qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
@@ -213,10 +238,35 @@ static void drbd_cut_candidates(DrbdAccept *acc)
 {
     for (unsigned i = 0; i < DRBD_MAX_CANDIDATES; i++) {
         if (acc->cand[i]) {
-            qio_channel_shutdown(QIO_CHANNEL(acc->cand[i]),
+            qio_channel_shutdown(QIO_CHANNEL(acc->cand[i]->sioc),
                                  QIO_CHANNEL_SHUTDOWN_BOTH, NULL);
         }
     }
+}
+
+/*
+ * All slots are taken: free the one of the oldest candidate that has
+ * not passed its HELLO, or else of the oldest, and return it
+ */
+static unsigned drbd_evict_candidate(DrbdAccept *acc)
+{
+    DrbdCandidate *victim = NULL;
+
+    for (unsigned i = 0; i < DRBD_MAX_CANDIDATES; i++) {
+        DrbdCandidate *c = acc->cand[i];
+
+        if (!victim || (victim->hello_ok && !c->hello_ok) ||
+            (victim->hello_ok == c->hello_ok && c->seq < victim->seq)) {
+            victim = c;
+        }
+    }
+    trace_drbd_candidate_evicted(acc->s->bs, victim->seq, victim->hello_ok);
+    victim->evicted = true;
+    qio_channel_shutdown(QIO_CHANNEL(victim->sioc), QIO_CHANNEL_SHUTDOWN_BOTH,
+                         NULL);
+    acc->cand[victim->slot] = NULL;
+    acc->ncand--;
+    return victim->slot;
 }
 
 /* Accept connections until we hold a data and a meta channel */
@@ -229,7 +279,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
     bool stop = false;
 
     for (;;) {
-        g_autoptr(QIOChannelSocket) sioc = NULL;
+        QIOChannelSocket *sioc;
         DrbdCandidate *c;
         unsigned slot;
 
@@ -238,7 +288,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
         if (stop) {
             /* The candidates left hold a pointer to us: end them first */
             drbd_cut_candidates(&acc);
-            if (!acc.ncand) {
+            if (!acc.running) {
                 break;
             }
         }
@@ -250,7 +300,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
             qemu_mutex_lock(&s->lock);
             moving = s->ctx != qemu_get_current_aio_context();
             qemu_mutex_unlock(&s->lock);
-            if (moving && acc.ncand) {
+            if (moving && acc.running) {
                 /* The candidates would stay behind: end them first */
                 drbd_cut_candidates(&acc);
                 continue;
@@ -258,28 +308,32 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
             drbd_co_rehome(s);
             continue;
         }
-        if (stop || acc.ncand == DRBD_MAX_CANDIDATES) {
-            if (!stop) {
-                Error *local_err = NULL;
-
-                error_setg(&local_err, "%d connections await their HELLO: "
-                           "refused one more", DRBD_MAX_CANDIDATES);
-                drbd_note_error(s, local_err);
-            }
+        if (stop) {
+            object_unref(OBJECT(sioc));
             continue;
         }
-        for (slot = 0; acc.cand[slot]; slot++) {
-            /* ncand < DRBD_MAX_CANDIDATES: a free slot exists */
+        if (acc.ncand == DRBD_MAX_CANDIDATES) {
+            slot = drbd_evict_candidate(&acc);
+        } else {
+            for (slot = 0; acc.cand[slot]; slot++) {
+                /* ncand < DRBD_MAX_CANDIDATES: a free slot exists */
+            }
         }
         drbd_setup_channel(QIO_CHANNEL(sioc), "drbd-accepted");
-        acc.cand[slot] = g_steal_pointer(&sioc);
-        acc.ncand++;
         c = g_new0(DrbdCandidate, 1);
         c->acc = &acc;
+        c->sioc = sioc;
+        c->seq = acc.seq++;
         c->slot = slot;
-        /* Runs once we yield, in this context */
-        aio_co_enter(qemu_get_current_aio_context(),
-                     qemu_coroutine_create(drbd_candidate_co, c));
+        acc.cand[slot] = c;
+        acc.ncand++;
+        acc.running++;
+        /*
+         * Now, until it waits: a HELLO already here is read before the
+         * next connection is accepted, so that a flood of connections
+         * cannot push the peer's out before it is looked at
+         */
+        qemu_coroutine_enter(qemu_coroutine_create(drbd_candidate_co, c));
     }
 
     if (qatomic_read(&s->closing) || !acc.data || !acc.meta) {

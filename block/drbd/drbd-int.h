@@ -159,6 +159,7 @@ typedef struct DrbdPeer {
     bool hs_primary;            /* the role the handshake told the peer */
     bool resync_persisted;      /* target: its bitmap is on disk */
 
+    bool state_req_sent;        /* s->lock: our STATE_REQ awaits a reply */
     bool ping_answered;         /* atomic: the meta receiver sets it */
     bool ping_now;              /* atomic: a drain wants a ping at once */
     DrbdSleep ping_sleep;       /* the pinger's */
@@ -280,10 +281,15 @@ typedef struct DrbdConnection {
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
     bool connect_held;          /* split brain: wait for drbd-connect */
     const char *held_reason;    /* why, for the state change */
+    /*
+     * Our role changes, asked of the peer (role.c): one STATE_REQ at a
+     * time, under state_req_lock (coroutines in the node's context)
+     */
+    CoMutex state_req_lock;
     bool promote_pending;       /* we asked the peer to let us promote */
     bool promote_granted;       /* it agreed; we are not primary yet */
-    int promote_reply;          /* its answer, or -1 while none */
-    DrbdSleep promote_sleep;    /* an auto-promotion waits for it here */
+    int state_reply;            /* its answer, or -1 while none */
+    DrbdSleep state_sleep;      /* the request waits for it here */
     DrbdPeer *peer;             /* the established connection, if any */
 
     /* The epochs of the writes sent to the peer (tl.c) */

@@ -183,24 +183,66 @@ int drbd_gate_resync_done(const DrbdGate *g, Error **errp)
     return 0;
 }
 
-static bool disk_detached(DrbdDiskState d)
+/*
+ * How much a disk state says of the data: a peer's never rises by its
+ * own word (a resync, which both nodes follow, or a handshake raises it)
+ */
+static int disk_rank(DrbdDiskState d)
 {
-    return d == DRBD_DISK_STATE_DISKLESS || d == DRBD_DISK_STATE_FAILED;
+    switch (d) {
+    case DRBD_DISK_STATE_INCONSISTENT:
+        return 1;
+    case DRBD_DISK_STATE_OUTDATED:
+        return 2;
+    case DRBD_DISK_STATE_CONSISTENT:
+        return 3;
+    case DRBD_DISK_STATE_UP_TO_DATE:
+        return 4;
+    default:
+        /* diskless, attaching, failed, unknown: no data to speak of */
+        return 0;
+    }
 }
 
-int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
-                    Error **errp)
+int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
+                    const DrbdStatePacket *st, Error **errp)
 {
+    const char *name = drbd_cmd_name(cmd);
+
+    assert(cmd == DRBD_CMD_STATE || cmd == DRBD_CMD_STATE_REQ);
+    if (disk_rank(st->disk_state) > disk_rank(g->peer_disk)) {
+        error_setg(errp, "%s: the peer's disk is %s, but it announces %s: a "
+                   "disk state rises only through a resync or a new "
+                   "handshake", name, DrbdDiskState_str(g->peer_disk),
+                   DrbdDiskState_str(st->disk_state));
+        return -EINVAL;
+    }
+    if (cmd == DRBD_CMD_STATE_REQ) {
+        /* It asks: what we grant is the answer, not a protocol error */
+        return 0;
+    }
     if (st->role == DRBD_ROLE_PRIMARY && g->role == DRBD_ROLE_PRIMARY) {
         error_setg(errp, "the peer became primary while this node is "
                    "primary");
         return -EINVAL;
     }
-    if (disk_detached(g->peer_disk) && !disk_detached(st->disk_state)) {
-        error_setg(errp, "the peer's disk is %s, but it announces %s: a "
-                   "disk comes back only through a new handshake",
-                   DrbdDiskState_str(g->peer_disk),
-                   DrbdDiskState_str(st->disk_state));
+    if (st->role != g->peer_role &&
+        (st->role == DRBD_ROLE_PRIMARY ||
+         g->peer_version >= DRBD_PROTO_VERSION_ROLE_REQ)) {
+        error_setg(errp, "STATE: the peer is %s, and announces %s without "
+                   "asking: a role changes only through a STATE_REQ that "
+                   "this node granted", DrbdRole_str(g->peer_role),
+                   DrbdRole_str(st->role));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_state_reply(const DrbdGate *g, Error **errp)
+{
+    if (!g->state_req_sent) {
+        error_setg(errp, "STATE_REPLY, but no STATE_REQ waits for an "
+                   "answer");
         return -EINVAL;
     }
     return 0;

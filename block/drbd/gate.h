@@ -26,7 +26,12 @@
  *                               source by the handshake, or an
  *                               up-to-date primary; not sync source
  *   RS_DONE                     sync target
- *   STATE                       not primary while we are
+ *   STATE                       the role the peer has (a peer
+ *                               older than version 4 may announce a
+ *                               demotion), not primary while we are,
+ *                               and a disk state no higher than it was
+ *   STATE_REQ                   a disk state no higher than it was
+ *   STATE_REPLY                 answers a STATE_REQ we sent
  *   RS_CSUM                     as RS_DATA
  *   RS_CSUM_REPLY               answers an RS_CSUM in flight with that
  *                               id, offset and length
@@ -87,6 +92,8 @@ typedef struct DrbdGate {
     DrbdRole peer_role;
     DrbdDiskState peer_disk;
     DrbdSyncDecision decision;
+    uint32_t peer_version;      /* the protocol version both speak */
+    bool state_req_sent;        /* a STATE_REQ of ours awaits its reply */
 
     /* What this node sent: guest writes have ids 1 .. last_req_id */
     uint64_t last_req_id;
@@ -191,12 +198,19 @@ int drbd_gate_csum_reply(const DrbdGate *g, const DrbdOvPacket *p,
                          Error **errp);
 
 /*
- * A STATE packet @st.  Reads role and peer_disk: a peer that is primary
- * while we are, or whose detached disk (diskless, failed) comes back
- * outside a handshake, is refused.
+ * A STATE or STATE_REQ (@cmd) packet @st.  Reads peer_disk: a disk state
+ * never rises by the peer's word (a detached disk does not come back, an
+ * inconsistent one does not become up to date: a resync or a handshake
+ * does that).  A STATE also reads role, peer_role and peer_version: it
+ * announces the role the peer has, which changes only through a
+ * STATE_REQ we granted (from a peer of protocol version 3 or older, a
+ * demotion may come as a STATE), and never primary while we are.
  */
-int drbd_gate_state(const DrbdGate *g, const DrbdStatePacket *st,
-                    Error **errp);
+int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
+                    const DrbdStatePacket *st, Error **errp);
+
+/* A STATE_REPLY.  Reads state_req_sent: it answers a STATE_REQ of ours. */
+int drbd_gate_state_reply(const DrbdGate *g, Error **errp);
 
 /*
  * A DATA_REQUEST for @r (the decoder checked its range).  Reads role and

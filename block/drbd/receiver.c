@@ -74,6 +74,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
         DrbdBlockAck ack;
         DrbdBarrier b;
         DrbdOvPacket ov;
+        DrbdGate gate;
         int ret;
 
         ret = drbd_rx_packet(peer, peer->meta, &peer->meta_rx, &h, &payload,
@@ -112,13 +113,16 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                                             &err);
             if (ret == 0) {
                 qemu_mutex_lock(&s->lock);
-                if (s->conn.promote_pending) {
-                    qatomic_set(&s->conn.promote_reply, result);
+                gate = (DrbdGate) {
+                    .state_req_sent = peer->state_req_sent,
+                };
+                ret = drbd_gate_state_reply(&gate, &err);
+                if (ret == 0) {
+                    peer->state_req_sent = false;
+                    qatomic_set(&s->conn.state_reply, result);
                 }
                 qemu_mutex_unlock(&s->lock);
-                /* the waiter is the main loop, or an auto-promotion */
-                aio_wait_kick();
-                drbd_sleep_wake(s, &s->conn.promote_sleep, false);
+                drbd_sleep_wake(s, &s->conn.state_sleep, false);
             }
             break;
         }
@@ -152,25 +156,19 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
 }
 
 /*
- * The peer's role or disk changed (it was promoted or demoted, or it
- * detached from its disk)
+ * Take the peer's new role and disk state (it was promoted or demoted,
+ * or it detached from its disk), which the gate let through
  */
-static int coroutine_fn drbd_peer_state_changed(DrbdPeer *peer,
-                                                const DrbdStatePacket *st,
-                                                Error **errp)
+static void coroutine_fn drbd_peer_take_state(DrbdPeer *peer,
+                                              const DrbdStatePacket *st)
 {
     BDRVDrbdState *s = peer->s;
     bool disk_gone;
-    DrbdGate gate;
 
     qemu_mutex_lock(&s->lock);
-    gate = (DrbdGate) { .role = s->role, .peer_disk = s->conn.peer_disk };
-    qemu_mutex_unlock(&s->lock);
-    if (drbd_gate_state(&gate, st, errp) < 0) {
-        return -EINVAL;
-    }
     disk_gone = drbd_disk_detached(st->disk_state) &&
-                !drbd_disk_detached(gate.peer_disk);
+                !drbd_disk_detached(s->conn.peer_disk);
+    qemu_mutex_unlock(&s->lock);
     if (disk_gone) {
         /* Marked before the state says so: no write slips between */
         drbd_tl_peer_disk_gone(peer, st->role == DRBD_ROLE_PRIMARY);
@@ -186,10 +184,32 @@ static int coroutine_fn drbd_peer_state_changed(DrbdPeer *peer,
         qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
         qemu_mutex_unlock(&s->lock);
     }
+}
+
+/* A STATE: the peer's disk changed (or, before version 4, its role) */
+static int coroutine_fn drbd_peer_state_changed(DrbdPeer *peer,
+                                                const DrbdStatePacket *st,
+                                                Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdGate gate;
+
+    qemu_mutex_lock(&s->lock);
+    gate = (DrbdGate) {
+        .role = s->role,
+        .peer_role = s->conn.peer_role,
+        .peer_disk = s->conn.peer_disk,
+        .peer_version = peer->version,
+    };
+    qemu_mutex_unlock(&s->lock);
+    if (drbd_gate_state(&gate, DRBD_CMD_STATE, st, errp) < 0) {
+        return -EINVAL;
+    }
+    drbd_peer_take_state(peer, st);
     return 0;
 }
 
-/* The peer asks to become primary (or to take another state) */
+/* A STATE_REQ: the peer asks to become primary, or says it is secondary */
 static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
                                                 const DrbdStatePacket *st,
                                                 Error **errp)
@@ -199,17 +219,11 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
     uint32_t result = DRBD_STATE_REPLY_GRANTED;
     DrbdGate gate;
 
-    /*
-     * What it may announce, it may ask for, and no more (a role we
-     * cannot grant is answered, below, not refused)
-     */
+    /* A role we cannot grant is answered, below, not refused */
     qemu_mutex_lock(&s->lock);
-    gate = (DrbdGate) {
-        .role = DRBD_ROLE_UNKNOWN,
-        .peer_disk = s->conn.peer_disk,
-    };
+    gate = (DrbdGate) { .peer_disk = s->conn.peer_disk };
     qemu_mutex_unlock(&s->lock);
-    if (drbd_gate_state(&gate, st, errp) < 0) {
+    if (drbd_gate_state(&gate, DRBD_CMD_STATE_REQ, st, errp) < 0) {
         return -EINVAL;
     }
 
@@ -224,10 +238,11 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
         qemu_mutex_unlock(&s->lock);
     }
     if (result == DRBD_STATE_REPLY_GRANTED) {
-        /* before the answer, so that we refuse our own promotion now */
-        drbd_set_state(s, -1, -1, -1, st->role, st->disk_state,
-                       st->role == DRBD_ROLE_PRIMARY ?
-                       "peer promoted" : "peer state changed");
+        /*
+         * Before the answer: we refuse our own promotion from now on,
+         * and the peer knows, once it has the answer, that we know
+         */
+        drbd_peer_take_state(peer, st);
     }
     trace_drbd_state_request(s->bs, DrbdRole_str(st->role), result);
     drbd_wire_put_state_reply(pkt, result);

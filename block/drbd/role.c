@@ -23,16 +23,6 @@
 #include "drbd-int.h"
 
 /*
- * The disk state a promotion announces: up to date, or diskless for a
- * node without a disk, which serves through its peer
- */
-static DrbdDiskState drbd_promoted_disk(BDRVDrbdState *s)
-{
-    return qatomic_read(&s->detached) ? DRBD_DISK_STATE_DISKLESS :
-                                        DRBD_DISK_STATE_UP_TO_DATE;
-}
-
-/*
  * Why a node without a disk (detached, or a diskless client) cannot be
  * primary now, if it cannot: it serves its guest through its peer, which
  * must be connected, up to date, and able to serve reads.  Called with
@@ -69,16 +59,13 @@ static bool drbd_sync_target_may_serve_locked(BDRVDrbdState *s)
            drbd_peer_can_read_locked(s);
 }
 
-/* A STATE packet on its way; @done (if set) says when it left */
-typedef struct DrbdStateSend {
-    DrbdPeer *peer;
-    bool *done;
-} DrbdStateSend;
-
+/*
+ * Tell the peer our role and disk state: after a promotion it granted,
+ * or when the disk failed.  Not waited for.
+ */
 static void coroutine_fn drbd_send_state_co(void *opaque)
 {
-    DrbdStateSend *send = opaque;
-    DrbdPeer *peer = send->peer;
+    DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdStatePacket st;
@@ -90,25 +77,130 @@ static void coroutine_fn drbd_send_state_co(void *opaque)
     drbd_wire_put_state(pkt, &st);
     drbd_send_data_channel(peer, pkt);
     drbd_peer_put(peer);
-    if (send->done) {
-        qatomic_set(send->done, true);
-        aio_wait_kick();
-    }
-    g_free(send);
 }
 
-static void coroutine_fn drbd_send_state_req_co(void *opaque)
+void drbd_announce_role(BDRVDrbdState *s)
 {
-    DrbdPeer *peer = opaque;
+    DrbdPeer *peer = drbd_peer_get(s);
+
+    if (peer) {
+        aio_co_enter(bdrv_get_aio_context(s->bs),
+                     qemu_coroutine_create(drbd_send_state_co, peer));
+    }
+}
+
+/*
+ * Ask the peer to let this node take @role, with the disk state it has:
+ * a STATE_REQ, answered by a STATE_REPLY.  The peer applies what it
+ * grants before it answers, so that when this returns, the peer knows.
+ * One request at a time; a peer that does not answer within ping-timeout
+ * is given up (its answer could no longer be told from the next one's).
+ * Returns 1 when granted, 0 when no peer is connected, -EBUSY refused,
+ * -ETIMEDOUT without an answer.  A coroutine in the node's AioContext.
+ */
+static int coroutine_fn drbd_co_state_request(BDRVDrbdState *s, DrbdRole role,
+                                              Error **errp)
+{
     g_autoptr(GByteArray) pkt = g_byte_array_new();
-    DrbdStatePacket st = {
-        .role = DRBD_ROLE_PRIMARY,
-        .disk_state = drbd_promoted_disk(peer->s),
-    };
+    DrbdStatePacket st = { .role = role };
+    DrbdPeer *peer;
+    int64_t deadline, now;
+    bool timed_out = false;
+    int reply;
+
+    qemu_co_mutex_lock(&s->conn.state_req_lock);
+    peer = drbd_peer_get(s);
+    if (!peer) {
+        qemu_co_mutex_unlock(&s->conn.state_req_lock);
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    st.disk_state = s->disk;
+    s->conn.promote_pending = role == DRBD_ROLE_PRIMARY;
+    s->conn.state_reply = -1;
+    /* Before it leaves: the answer may come before the send returns */
+    peer->state_req_sent = true;
+    qemu_mutex_unlock(&s->lock);
 
     drbd_wire_put_state_req(pkt, &st);
     drbd_send_data_channel(peer, pkt);
+    deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+               s->conn.ping_timeout_ns;
+    while (qatomic_read(&s->conn.state_reply) < 0 &&
+           !qatomic_read(&peer->broken)) {
+        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (now >= deadline) {
+            timed_out = true;
+            break;
+        }
+        drbd_co_sleep(s, &s->conn.state_sleep, deadline - now);
+    }
+
+    qemu_mutex_lock(&s->lock);
+    reply = s->conn.state_reply;
+    s->conn.promote_pending = false;
+    if (reply == DRBD_STATE_REPLY_GRANTED && role == DRBD_ROLE_PRIMARY) {
+        /*
+         * Granted: until this node is primary (or gives up), the peer's
+         * own requests are refused, as a primary's would be
+         */
+        s->conn.promote_granted = true;
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (timed_out) {
+        drbd_peer_fail(peer, "the peer did not answer a state request "
+                       "within ping-timeout");
+    }
     drbd_peer_put(peer);
+    qemu_co_mutex_unlock(&s->conn.state_req_lock);
+
+    if (reply == DRBD_STATE_REPLY_GRANTED) {
+        return 1;
+    }
+    if (reply == DRBD_STATE_REPLY_REFUSED) {
+        error_setg(errp, "the peer refused: it is primary, or is being "
+                   "promoted itself");
+        return -EBUSY;
+    }
+    error_setg(errp, "the peer did not answer the state request%s",
+               timed_out ? " in time" : ": the connection was lost");
+    error_append_hint(errp, "Try again: a disconnected node can be "
+                      "promoted on its own.\n");
+    return -ETIMEDOUT;
+}
+
+/*
+ * Run @fn, a role change, from the main loop: as a coroutine in the
+ * node's context, waited for
+ */
+typedef int coroutine_fn DrbdRoleFn(BDRVDrbdState *s, Error **errp);
+
+typedef struct DrbdRoleCall {
+    BDRVDrbdState *s;
+    DrbdRoleFn *fn;
+    Error **errp;
+    int ret;
+    bool done;
+} DrbdRoleCall;
+
+static void coroutine_fn drbd_role_call_entry(void *opaque)
+{
+    DrbdRoleCall *c = opaque;
+
+    c->ret = c->fn(c->s, c->errp);
+    qatomic_set(&c->done, true);
+    aio_wait_kick();
+}
+
+static int drbd_role_call(BDRVDrbdState *s, DrbdRoleFn *fn, Error **errp)
+{
+    DrbdRoleCall c = { .s = s, .fn = fn, .errp = errp };
+
+    assert(qemu_in_main_thread() && !qemu_in_coroutine());
+    aio_co_enter(bdrv_get_aio_context(s->bs),
+                 qemu_coroutine_create(drbd_role_call_entry, &c));
+    AIO_WAIT_WHILE_UNLOCKED(NULL, !qatomic_read(&c.done));
+    return c.ret;
 }
 
 /*
@@ -143,146 +235,57 @@ static void drbd_promotion_done(BDRVDrbdState *s)
     qemu_mutex_unlock(&s->lock);
 }
 
-/* What the peer answered to our request to become primary */
-static int drbd_promotion_answered(BDRVDrbdState *s, bool timed_out,
-                                   Error **errp)
+/*
+ * The peer learns that this node is secondary, and this returns once it
+ * knows (or the connection is given up: a peer never refuses it)
+ */
+static int coroutine_fn drbd_co_request_secondary(BDRVDrbdState *s,
+                                                  Error **errp)
 {
-    int reply;
+    Error *local_err = NULL;
 
-    qemu_mutex_lock(&s->lock);
-    reply = s->conn.promote_reply;
-    s->conn.promote_pending = false;
-    if (reply == DRBD_STATE_REPLY_GRANTED &&
-        s->conn.peer_role == DRBD_ROLE_PRIMARY) {
-        /* We granted the peer's own request meanwhile: it won */
-        reply = DRBD_STATE_REPLY_REFUSED;
+    if (drbd_co_state_request(s, DRBD_ROLE_SECONDARY, &local_err) < 0) {
+        trace_drbd_secondary_unheard(s->bs, error_get_pretty(local_err));
+        error_free(local_err);
     }
-    /*
-     * Granted: until this node is primary (or gives up), the peer's own
-     * requests are refused, as a primary's would be
-     */
-    s->conn.promote_granted = reply == DRBD_STATE_REPLY_GRANTED;
-    qemu_mutex_unlock(&s->lock);
+    return 0;
+}
 
-    if (reply == DRBD_STATE_REPLY_GRANTED) {
-        return 0;
-    }
-    if (reply == DRBD_STATE_REPLY_REFUSED) {
-        error_setg(errp, "the peer refused: it is primary, or is being "
-                   "promoted itself");
-        return -EBUSY;
-    }
-    error_setg(errp, "the peer did not answer the promotion request%s",
-               timed_out ? " in time" : ": the connection was lost");
-    error_append_hint(errp, "Try again: a disconnected node can be "
-                      "promoted on its own.\n");
-    return -ETIMEDOUT;
+/* The peer granted a promotion that this node gave up */
+static int coroutine_fn drbd_co_promotion_undo(BDRVDrbdState *s,
+                                               Error **errp)
+{
+    drbd_promotion_done(s);
+    return drbd_co_request_secondary(s, errp);
 }
 
 /*
  * Before a connected node becomes primary, its peer must agree, so that
  * two nodes promoted at the same moment never both succeed.  Returns 0
- * when the node may go ahead (granted, or no peer connected).
- */
-int drbd_request_promotion(BDRVDrbdState *s, Error **errp)
-{
-    DrbdPeer *peer = drbd_peer_get(s);
-    QEMUTimer *timer;
-    bool timed_out = false;
-
-    if (!peer) {
-        return 0;
-    }
-    qemu_mutex_lock(&s->lock);
-    s->conn.promote_pending = true;
-    s->conn.promote_reply = -1;
-    peer->running++;        /* for the sending coroutine */
-    qemu_mutex_unlock(&s->lock);
-
-    aio_co_enter(bdrv_get_aio_context(s->bs),
-                 qemu_coroutine_create(drbd_send_state_req_co, peer));
-
-    timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
-                          SCALE_NS, drbd_timer_set_flag, &timed_out);
-    timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              s->conn.ping_timeout_ns);
-    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn.promote_reply) < 0 &&
-                            !qatomic_read(&peer->broken) && !timed_out);
-    timer_free(timer);
-
-    drbd_peer_put(peer);
-    return drbd_promotion_answered(s, timed_out, errp);
-}
-
-/*
- * The same from a coroutine in the node's context (an auto-promotion,
- * from the guest request that needs it)
+ * when the node may go ahead (granted, or no peer connected).  A
+ * coroutine in the node's context (drbd_role_call() from the main loop).
  */
 static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
                                                   Error **errp)
 {
-    g_autoptr(GByteArray) pkt = g_byte_array_new();
-    DrbdStatePacket st = {
-        .role = DRBD_ROLE_PRIMARY,
-        .disk_state = drbd_promoted_disk(s),
-    };
-    DrbdPeer *peer = drbd_peer_get(s);
-    int64_t deadline, now;
-    bool timed_out = false;
+    bool lost;
+    int ret;
 
-    if (!peer) {
-        return 0;
+    ret = drbd_co_state_request(s, DRBD_ROLE_PRIMARY, errp);
+    if (ret <= 0) {
+        return ret;
     }
     qemu_mutex_lock(&s->lock);
-    s->conn.promote_pending = true;
-    s->conn.promote_reply = -1;
+    /* We granted the peer's own request meanwhile: it won */
+    lost = s->conn.peer_role == DRBD_ROLE_PRIMARY;
     qemu_mutex_unlock(&s->lock);
-
-    drbd_wire_put_state_req(pkt, &st);
-    drbd_send_data_channel(peer, pkt);
-    deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-               s->conn.ping_timeout_ns;
-    while (qatomic_read(&s->conn.promote_reply) < 0 &&
-           !qatomic_read(&peer->broken)) {
-        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        if (now >= deadline) {
-            timed_out = true;
-            break;
-        }
-        drbd_co_sleep(s, &s->conn.promote_sleep, deadline - now);
+    if (lost) {
+        drbd_co_promotion_undo(s, NULL);
+        error_setg(errp, "the peer refused: it is primary, or is being "
+                   "promoted itself");
+        return -EBUSY;
     }
-    drbd_peer_put(peer);
-    return drbd_promotion_answered(s, timed_out, errp);
-}
-
-/*
- * Tell the peer our role and disk state, after a promotion or demotion.
- * With @wait, return only once the packet was sent or the connection
- * broke (a link that stops taking data breaks within ping-timeout).
- * Main loop only.
- */
-static void drbd_announce_role_send(BDRVDrbdState *s, bool wait)
-{
-    DrbdPeer *peer = drbd_peer_get(s);
-    DrbdStateSend *send;
-    bool done = false;
-
-    if (!peer) {
-        return;
-    }
-    send = g_new0(DrbdStateSend, 1);
-    send->peer = peer;
-    send->done = wait ? &done : NULL;
-    aio_co_enter(bdrv_get_aio_context(s->bs),
-                 qemu_coroutine_create(drbd_send_state_co, send));
-    if (wait) {
-        AIO_WAIT_WHILE_UNLOCKED(NULL, !qatomic_read(&done));
-    }
-}
-
-void drbd_announce_role(BDRVDrbdState *s)
-{
-    drbd_announce_role_send(s, false);
+    return 0;
 }
 
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
@@ -355,7 +358,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
             return -EINVAL;
         }
     }
-    if (drbd_request_promotion(s, errp) < 0) {
+    if (drbd_role_call(s, drbd_co_request_promotion, errp) < 0) {
         error_prepend(errp, "'%s': ", name);
         return -EBUSY;
     }
@@ -368,7 +371,7 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync(s);
     if (ret < 0) {
-        drbd_promotion_done(s);
+        drbd_role_call(s, drbd_co_promotion_undo, NULL);
         error_setg_errno(errp, -ret, "'%s': could not write the metadata; "
                          "not promoted", name);
         return ret;
@@ -378,15 +381,19 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
                    force ? "promoted (forced)" : "promoted");
     drbd_promotion_done(s);
-    drbd_announce_role(s);
     if (force) {
-        /* A new generation while connected: let the handshake decide */
+        /*
+         * A new generation, and a disk state the peer would refuse to
+         * hear raised: let a new handshake decide
+         */
         DrbdPeer *peer = drbd_peer_get(s);
 
         if (peer) {
             drbd_peer_fail(peer, "forced promotion: connecting again");
             drbd_peer_put(peer);
         }
+    } else {
+        drbd_announce_role(s);
     }
     return 0;
 }
@@ -469,8 +476,9 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
  * Become secondary, as drbd-demote and as a clean close or inactivation
  * do (DRBD's "drbdadm down" demotes first): guest requests in flight
  * complete, a flush has the peer ack every write (protocol A and B
- * included), and the peer learns our new role before anything else can
- * happen to the connection.  A primary that goes down like this leaves
+ * included), and the demotion is over once the peer knows it (its
+ * STATE_REPLY): a promotion of the peer right after it is not refused on
+ * stale state.  A primary that goes down like this leaves
  * its generation as it was: its peer may be promoted, and the two meet
  * again without a split brain.  Main loop only.
  */
@@ -524,7 +532,7 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync(s);
-    drbd_announce_role_send(s, true);
+    drbd_role_call(s, drbd_co_request_secondary, NULL);
     timer_free(timer);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "'%s' is demoted, but its metadata "
@@ -626,7 +634,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_sync_in_request(s);
     if (ret < 0) {
-        drbd_promotion_done(s);
+        drbd_co_promotion_undo(s, NULL);
         error_setg_errno(errp, -ret, "could not write the metadata");
         qemu_co_mutex_unlock(&s->auto_lock);
         return ret;
@@ -662,6 +670,7 @@ static void drbd_auto_demote_bh(void *opaque);
 void drbd_auto_init(BDRVDrbdState *s)
 {
     qemu_co_mutex_init(&s->auto_lock);
+    qemu_co_mutex_init(&s->conn.state_req_lock);
     s->auto_demote_bh = aio_bh_new(qemu_get_aio_context(),
                                    drbd_auto_demote_bh, s);
 }

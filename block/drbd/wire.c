@@ -269,6 +269,48 @@ void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s)
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
+/*
+ * Role and disk state between QAPI's enums and the wire's numbers.  A
+ * value added to either enum stops the build here until it has a wire
+ * number of its own.
+ */
+QEMU_BUILD_BUG_ON(DRBD_ROLE__MAX != DRBD_WIRE_ROLE_MAX + 1);
+QEMU_BUILD_BUG_ON(DRBD_DISK_STATE__MAX != DRBD_WIRE_DISK_STATE_MAX + 1);
+
+static const uint8_t role_to_wire[DRBD_ROLE__MAX] = {
+    [DRBD_ROLE_PRIMARY] = DRBD_WIRE_ROLE_PRIMARY,
+    [DRBD_ROLE_SECONDARY] = DRBD_WIRE_ROLE_SECONDARY,
+    [DRBD_ROLE_UNKNOWN] = DRBD_WIRE_ROLE_UNKNOWN,
+};
+
+static const DrbdRole role_from_wire[DRBD_WIRE_ROLE_MAX + 1] = {
+    [DRBD_WIRE_ROLE_PRIMARY] = DRBD_ROLE_PRIMARY,
+    [DRBD_WIRE_ROLE_SECONDARY] = DRBD_ROLE_SECONDARY,
+    [DRBD_WIRE_ROLE_UNKNOWN] = DRBD_ROLE_UNKNOWN,
+};
+
+static const uint8_t disk_to_wire[DRBD_DISK_STATE__MAX] = {
+    [DRBD_DISK_STATE_DISKLESS] = DRBD_WIRE_DISK_DISKLESS,
+    [DRBD_DISK_STATE_ATTACHING] = DRBD_WIRE_DISK_ATTACHING,
+    [DRBD_DISK_STATE_FAILED] = DRBD_WIRE_DISK_FAILED,
+    [DRBD_DISK_STATE_INCONSISTENT] = DRBD_WIRE_DISK_INCONSISTENT,
+    [DRBD_DISK_STATE_OUTDATED] = DRBD_WIRE_DISK_OUTDATED,
+    [DRBD_DISK_STATE_DUNKNOWN] = DRBD_WIRE_DISK_DUNKNOWN,
+    [DRBD_DISK_STATE_CONSISTENT] = DRBD_WIRE_DISK_CONSISTENT,
+    [DRBD_DISK_STATE_UP_TO_DATE] = DRBD_WIRE_DISK_UP_TO_DATE,
+};
+
+static const DrbdDiskState disk_from_wire[DRBD_WIRE_DISK_STATE_MAX + 1] = {
+    [DRBD_WIRE_DISK_DISKLESS] = DRBD_DISK_STATE_DISKLESS,
+    [DRBD_WIRE_DISK_ATTACHING] = DRBD_DISK_STATE_ATTACHING,
+    [DRBD_WIRE_DISK_FAILED] = DRBD_DISK_STATE_FAILED,
+    [DRBD_WIRE_DISK_INCONSISTENT] = DRBD_DISK_STATE_INCONSISTENT,
+    [DRBD_WIRE_DISK_OUTDATED] = DRBD_DISK_STATE_OUTDATED,
+    [DRBD_WIRE_DISK_DUNKNOWN] = DRBD_DISK_STATE_DUNKNOWN,
+    [DRBD_WIRE_DISK_CONSISTENT] = DRBD_DISK_STATE_CONSISTENT,
+    [DRBD_WIRE_DISK_UP_TO_DATE] = DRBD_DISK_STATE_UP_TO_DATE,
+};
+
 static void put_state(GByteArray *out, uint16_t cmd,
                       const DrbdStatePacket *s)
 {
@@ -276,8 +318,10 @@ static void put_state(GByteArray *out, uint16_t cmd,
     uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
 
     put_header(buf, cmd, STATE_SIZE);
-    p[STATE_ROLE] = s->role;
-    p[STATE_DISK_STATE] = s->disk_state;
+    assert(s->role < DRBD_ROLE__MAX &&
+           s->disk_state < DRBD_DISK_STATE__MAX);
+    p[STATE_ROLE] = role_to_wire[s->role];
+    p[STATE_DISK_STATE] = disk_to_wire[s->disk_state];
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -753,23 +797,23 @@ int drbd_wire_get_uuids(const uint8_t *buf, size_t len, DrbdUuidsPacket *u,
 int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
                         Error **errp)
 {
-    DrbdStatePacket state;
+    uint8_t role, disk;
 
     if (check_len("STATE", len, STATE_SIZE, errp) < 0) {
         return -EINVAL;
     }
 
-    state.role = buf[STATE_ROLE];
-    state.disk_state = buf[STATE_DISK_STATE];
+    role = buf[STATE_ROLE];
+    disk = buf[STATE_DISK_STATE];
 
-    if (state.role > DRBD_WIRE_ROLE_MAX) {
+    if (role > DRBD_WIRE_ROLE_MAX) {
         error_setg(errp, "STATE packet: unknown role %u (at most %d)",
-                   state.role, DRBD_WIRE_ROLE_MAX);
+                   role, DRBD_WIRE_ROLE_MAX);
         return -EINVAL;
     }
-    if (state.disk_state > DRBD_WIRE_DISK_STATE_MAX) {
+    if (disk > DRBD_WIRE_DISK_STATE_MAX) {
         error_setg(errp, "STATE packet: unknown disk state %u (at most %d)",
-                   state.disk_state, DRBD_WIRE_DISK_STATE_MAX);
+                   disk, DRBD_WIRE_DISK_STATE_MAX);
         return -EINVAL;
     }
     if (!buffer_is_zero(buf + STATE_PAD, STATE_SIZE - STATE_PAD)) {
@@ -777,7 +821,8 @@ int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
         return -EINVAL;
     }
 
-    *s = state;
+    s->role = role_from_wire[role];
+    s->disk_state = disk_from_wire[disk];
     return 0;
 }
 

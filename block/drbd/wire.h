@@ -16,6 +16,7 @@
 #define BLOCK_DRBD_WIRE_H
 
 #include "qapi/error.h"
+#include "qapi/qapi-types-drbd.h"
 #include "qemu/units.h"
 
 #define DRBD_WIRE_MAGIC         0x44524251  /* "DRBQ" */
@@ -30,10 +31,17 @@
  * Version 3: DATA_REQUEST, DATA_REPLY and NEG_DREPLY (guest reads served
  * by the peer); a node sends them only to a peer that speaks version 3.
  */
+/*
+ * Version 4: a node changes its role only by STATE_REQ (demotions too),
+ * and waits for the STATE_REPLY; a STATE that changes the sender's role,
+ * or raises its disk state, is refused.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  3
+#define DRBD_PROTO_VERSION_MAX  4
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
+/* The first version whose role changes all go through STATE_REQ */
+#define DRBD_PROTO_VERSION_ROLE_REQ 4
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -139,9 +147,14 @@ typedef struct DrbdSizes {
     uint8_t csums;              /* csums-alg: DRBD_DIGEST_* */
 } DrbdSizes;
 
+/*
+ * STATE, STATE_REQ.  On the wire, the role and the disk state are the
+ * DRBD_WIRE_ROLE_* and DRBD_WIRE_DISK_* numbers below, which do not move
+ * when qapi/drbd.json's enums change; the codec maps them.
+ */
 typedef struct DrbdStatePacket {
-    uint8_t role;               /* DrbdRole as in qapi/drbd.json */
-    uint8_t disk_state;         /* DrbdDiskState as in qapi/drbd.json */
+    DrbdRole role;
+    DrbdDiskState disk_state;
 } DrbdStatePacket;
 
 /* Bits of DrbdUuidsPacket.flags */
@@ -161,8 +174,21 @@ typedef struct DrbdUuidsPacket {
     uint8_t after_sb[3];        /* after-sb-0pri, -1pri, -2pri (uuid.h) */
 } DrbdUuidsPacket;
 
-/* The highest values of DrbdStatePacket's fields that a decoder accepts */
+/* A STATE's role byte */
+#define DRBD_WIRE_ROLE_PRIMARY      0
+#define DRBD_WIRE_ROLE_SECONDARY    1
+#define DRBD_WIRE_ROLE_UNKNOWN      2
 #define DRBD_WIRE_ROLE_MAX          2
+
+/* A STATE's disk state byte */
+#define DRBD_WIRE_DISK_DISKLESS     0
+#define DRBD_WIRE_DISK_ATTACHING    1
+#define DRBD_WIRE_DISK_FAILED       2
+#define DRBD_WIRE_DISK_INCONSISTENT 3
+#define DRBD_WIRE_DISK_OUTDATED     4
+#define DRBD_WIRE_DISK_DUNKNOWN     5
+#define DRBD_WIRE_DISK_CONSISTENT   6
+#define DRBD_WIRE_DISK_UP_TO_DATE   7
 #define DRBD_WIRE_DISK_STATE_MAX    7
 
 /* Bits of DrbdDataPacket.flags */

@@ -22,13 +22,15 @@
  *                 more): the digest size OV packets are decoded with;
  *                 with bit 3, they are csums-alg instead (RS_CSUM's),
  *                 and the node has no verify-alg
- *              1: the handshake's decision (modulo DRBD_SYNC__MAX)
+ *              1: the handshake's decision (modulo DRBD_SYNC__MAX);
+ *                 its value divided by 16, modulo 3, plus 2: the
+ *                 protocol version both speak
  *              2: the peer's role, 3: the peer's disk (modulo their
  *                 counts)
  *              4-7: disk size: 512 * (1 + value % 2^21), big-endian
  *              8-11: the first epoch, big-endian
  *   then       steps, each a byte:
- *              0x00-0x0f  the node acts, by the low 3 bits: 0 send a
+ *              0x00-0x0f  the node acts, by the low 4 bits: 0 send a
  *                         guest write, 1 close the epoch, 2 send a resync
  *                         chunk (2 bytes: its first 4 KiB block, 1 byte:
  *                         its length in blocks - 1), 3 finish an applied
@@ -40,7 +42,8 @@
  *                         digests), 7 send the checksums of a resync
  *                         chunk (RS_CSUM), if the node has a csums-alg
  *                         and is sync source (2 bytes: its first 4 KiB
- *                         block, 1 byte: bits 0-5 its length in blocks - 1)
+ *                         block, 1 byte: bits 0-5 its length in blocks - 1),
+ *                         8 send a STATE_REQ, 9-15 nothing
  *              0x10-0xff  a packet arrives: a header and its payload
  *
  * Checked, against the model's own record rather than the gate's
@@ -59,8 +62,10 @@
  * flight (by id, offset and length); an accepted DATA_REQUEST comes from
  * a primary to a node that is not one, for at most 1 MiB inside the disk,
  * and no DATA_REPLY or NEG_DREPLY is accepted (the model sends no read);
- * a STATE or STATE_REQ never brings back a disk the peer announced
- * diskless or failed.  The order of applied writes keeps
+ * a STATE or STATE_REQ never raises the peer's disk state (nor brings
+ * back a disk it announced diskless or failed), a STATE never changes
+ * the peer's role (but a demotion from a peer older than version 4), and
+ * a STATE_REPLY answers a STATE_REQ of ours.  The order of applied writes keeps
  * its invariants, and a write that arrives can always start once the
  * writes before it finish (no deadlock).
  *
@@ -265,7 +270,7 @@ static void send_verify_request(Model *m, FuzzInput *in)
 
 static void act(Model *m, uint8_t op, FuzzInput *in)
 {
-    switch (op & 7) {
+    switch (op & 15) {
     case 0:
         m->issued++;
         m->g.last_req_id = m->issued;
@@ -303,6 +308,9 @@ static void act(Model *m, uint8_t op, FuzzInput *in)
         break;
     case 7:
         send_csum(m, in);
+        break;
+    case 8:
+        m->g.state_req_sent = true;
         break;
     default:
         break;
@@ -446,39 +454,55 @@ static int got_out_of_sync(Model *m, const DrbdBlockAck *range,
     return 0;
 }
 
+static int disk_rank(DrbdDiskState d)
+{
+    switch (d) {
+    case DRBD_DISK_STATE_INCONSISTENT:
+        return 1;
+    case DRBD_DISK_STATE_OUTDATED:
+        return 2;
+    case DRBD_DISK_STATE_CONSISTENT:
+        return 3;
+    case DRBD_DISK_STATE_UP_TO_DATE:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
 static int got_state(Model *m, uint16_t cmd, const DrbdStatePacket *st,
                      Error **errp)
 {
     bool both_primary = st->role == DRBD_ROLE_PRIMARY &&
                         m->g.role == DRBD_ROLE_PRIMARY;
 
-    bool detached = m->g.peer_disk == DRBD_DISK_STATE_DISKLESS ||
-                    m->g.peer_disk == DRBD_DISK_STATE_FAILED;
-    bool back = st->disk_state != DRBD_DISK_STATE_DISKLESS &&
-                st->disk_state != DRBD_DISK_STATE_FAILED;
-
-    if (cmd == DRBD_CMD_STATE) {
-        if (drbd_gate_state(&m->g, st, errp) < 0) {
-            return -EINVAL;
-        }
-        assert(!both_primary);
-    } else {
-        /* A request is checked for the disk only: its role is answered */
-        DrbdGate g = { .role = DRBD_ROLE_UNKNOWN,
-                       .peer_disk = m->g.peer_disk };
-
-        if (drbd_gate_state(&g, st, errp) < 0) {
-            return -EINVAL;
-        }
+    if (drbd_gate_state(&m->g, cmd, st, errp) < 0) {
+        return -EINVAL;
     }
-    /* A detached disk never comes back outside a handshake */
-    assert(!(detached && back));
-    if (cmd == DRBD_CMD_STATE_REQ && both_primary) {
+    /* No disk state rises by the peer's word, detached ones included */
+    assert(disk_rank(st->disk_state) <= disk_rank(m->g.peer_disk));
+    if (cmd == DRBD_CMD_STATE) {
+        assert(!both_primary);
+        /* A role changes only by a granted request (demotions: v3 too) */
+        assert(st->role == m->g.peer_role ||
+               (st->role != DRBD_ROLE_PRIMARY &&
+                m->g.peer_version < DRBD_PROTO_VERSION_ROLE_REQ));
+    } else if (both_primary) {
         /* a state request this node refuses: nothing changes */
         return 0;
     }
     m->g.peer_role = st->role;
     m->g.peer_disk = st->disk_state;
+    return 0;
+}
+
+static int got_state_reply(Model *m, Error **errp)
+{
+    if (drbd_gate_state_reply(&m->g, errp) < 0) {
+        return -EINVAL;
+    }
+    assert(m->g.state_req_sent);
+    m->g.state_req_sent = false;
     return 0;
 }
 
@@ -677,6 +701,14 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
         }
         g_assert_not_reached();
     }
+    case DRBD_CMD_STATE_REPLY: {
+        uint32_t result;
+
+        if (drbd_wire_get_state_reply(buf, len, &result, errp) < 0) {
+            return -EINVAL;
+        }
+        return got_state_reply(m, errp);
+    }
     case DRBD_CMD_PING:
     case DRBD_CMD_PING_ACK:
         return 0;
@@ -700,6 +732,7 @@ static void model_init(Model *m, const uint8_t *c)
             .cstate = DRBD_CONN_STATE_CONNECTED,
             .sync_target = c[0] & 2,
             .decision = c[1] % DRBD_SYNC__MAX,
+            .peer_version = (c[1] >> 4) % 3 + DRBD_PROTO_VERSION_MIN,
             .peer_role = c[2] % DRBD_ROLE__MAX,
             .peer_disk = c[3] % DRBD_DISK_STATE__MAX,
             .epoch_acked_upto = epoch,

@@ -128,8 +128,8 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
 
         ret = drbd_wire_get_state(buf, len, &st, &err);
         if (ret == 0) {
-            assert(st.role <= DRBD_WIRE_ROLE_MAX);
-            assert(st.disk_state <= DRBD_WIRE_DISK_STATE_MAX);
+            assert(st.role < DRBD_ROLE__MAX);
+            assert(st.disk_state < DRBD_DISK_STATE__MAX);
             if (cmd == DRBD_CMD_STATE) {
                 drbd_wire_put_state(pkt, &st);
             } else {

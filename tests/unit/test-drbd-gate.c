@@ -379,30 +379,90 @@ static void test_state(void)
     DrbdGate g = secondary();
     Error *err = NULL;
 
-    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
     g.role = DRBD_ROLE_PRIMARY;
-    assert_refused(drbd_gate_state(&g, &st, &err), &err,
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
                    "the peer became primary while this node is primary");
     st.role = DRBD_ROLE_SECONDARY;
-    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
 
     /* A disk that detached goes on without a disk until a handshake */
     g = secondary();
+    st.role = DRBD_ROLE_PRIMARY;
     st.disk_state = DRBD_DISK_STATE_DISKLESS;
-    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
     g.peer_disk = DRBD_DISK_STATE_FAILED;
-    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
     g.peer_disk = DRBD_DISK_STATE_DISKLESS;
-    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
     st.disk_state = DRBD_DISK_STATE_UP_TO_DATE;
-    assert_refused(drbd_gate_state(&g, &st, &err), &err,
-                   "a disk comes back only through a new handshake");
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
+                   "a disk state rises only through a resync or a new "
+                   "handshake");
     st.disk_state = DRBD_DISK_STATE_INCONSISTENT;
-    assert_refused(drbd_gate_state(&g, &st, &err), &err,
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
                    "but it announces inconsistent");
     /* An attached disk may lose its data's currency (pass-on) */
     g.peer_disk = DRBD_DISK_STATE_UP_TO_DATE;
-    assert_ok(drbd_gate_state(&g, &st, &err), err);
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
+    /* ... but an inconsistent one does not become up to date by STATE */
+    g.peer_disk = DRBD_DISK_STATE_INCONSISTENT;
+    st.disk_state = DRBD_DISK_STATE_UP_TO_DATE;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
+                   "the peer's disk is inconsistent, but it announces "
+                   "up-to-date");
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE_REQ, &st, &err), &err,
+                   "STATE_REQ: the peer's disk is inconsistent");
+}
+
+/* A role changes only through a STATE_REQ this node granted */
+static void test_state_role(void)
+{
+    DrbdStatePacket st = {
+        .role = DRBD_ROLE_PRIMARY,
+        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+    };
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    /* A secondary peer announces itself primary without asking */
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    g.peer_version = DRBD_PROTO_VERSION_ROLE_REQ;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
+                   "the peer is secondary, and announces primary without "
+                   "asking");
+    /* ... whatever its version */
+    g.peer_version = DRBD_PROTO_VERSION_MIN;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
+                   "announces primary without asking");
+    /* It may ask: the answer is ours */
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE_REQ, &st, &err), err);
+
+    /* Primary, it says so again (its disk failed, say) */
+    g.peer_role = DRBD_ROLE_PRIMARY;
+    g.peer_version = DRBD_PROTO_VERSION_ROLE_REQ;
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
+    /* A demotion comes as a STATE_REQ from version 4 on */
+    st.role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), &err,
+                   "the peer is primary, and announces secondary without "
+                   "asking");
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE_REQ, &st, &err), err);
+    /* ... and as a STATE before */
+    g.peer_version = DRBD_PROTO_VERSION_ROLE_REQ - 1;
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE, &st, &err), err);
+}
+
+static void test_state_reply(void)
+{
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    assert_refused(drbd_gate_state_reply(&g, &err), &err,
+                   "STATE_REPLY, but no STATE_REQ waits for an answer");
+    g.state_req_sent = true;
+    assert_ok(drbd_gate_state_reply(&g, &err), err);
 }
 
 static void test_data_request(void)
@@ -931,6 +991,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/out-of-sync", test_out_of_sync);
     g_test_add_func("/drbd-gate/resync-done", test_resync_done);
     g_test_add_func("/drbd-gate/state", test_state);
+    g_test_add_func("/drbd-gate/state/role", test_state_role);
+    g_test_add_func("/drbd-gate/state/reply", test_state_reply);
     g_test_add_func("/drbd-gate/data-request", test_data_request);
     g_test_add_func("/drbd-gate/data-reply", test_data_reply);
     g_test_add_func("/drbd-gate/ov-request", test_ov_request);

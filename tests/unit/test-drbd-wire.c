@@ -307,8 +307,8 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         ret = drbd_wire_get_state(buf, len, &s, errp);
         if (ret == 0) {
             g_assert_cmpuint(len, ==, STATE_SIZE);
-            g_assert_cmpuint(s.role, <=, DRBD_WIRE_ROLE_MAX);
-            g_assert_cmpuint(s.disk_state, <=, DRBD_WIRE_DISK_STATE_MAX);
+            g_assert_cmpuint(s.role, <, DRBD_ROLE__MAX);
+            g_assert_cmpuint(s.disk_state, <, DRBD_DISK_STATE__MAX);
         }
         return ret;
     }
@@ -499,7 +499,9 @@ static GPtrArray *valid_packets(void)
     DrbdSizes sizes = {
         .disk_size = DISK_SIZE, .max_epoch_size = 2048, .protocol = 'C',
     };
-    DrbdStatePacket state = { .role = 1, .disk_state = 5 };
+    DrbdStatePacket state = {
+        .role = DRBD_ROLE_SECONDARY, .disk_state = DRBD_DISK_STATE_DUNKNOWN,
+    };
     DrbdBlockAck ack = { .offset = 8192, .id = 99, .bytes = 4096 };
     DrbdBarrier barrier = {
         .epoch = 12, .set_size = 3, .flags = DRBD_BARRIER_FLUSH,
@@ -771,8 +773,8 @@ static void test_round_trip_state(void)
 {
     unsigned role, disk;
 
-    for (role = 0; role <= DRBD_WIRE_ROLE_MAX; role++) {
-        for (disk = 0; disk <= DRBD_WIRE_DISK_STATE_MAX; disk++) {
+    for (role = 0; role < DRBD_ROLE__MAX; role++) {
+        for (disk = 0; disk < DRBD_DISK_STATE__MAX; disk++) {
             g_autoptr(GByteArray) pkt = g_byte_array_new();
             DrbdStatePacket in = { .role = role, .disk_state = disk };
             DrbdStatePacket out;
@@ -789,10 +791,69 @@ static void test_round_trip_state(void)
     }
 }
 
+/*
+ * The role and disk state bytes are the protocol's numbers
+ * (docs/interop/drbd-protocol.rst), not QAPI's ordinals: pin each
+ */
+static void test_state_wire_values(void)
+{
+    static const struct {
+        DrbdRole role;
+        uint8_t byte;
+    } roles[] = {
+        { DRBD_ROLE_PRIMARY, 0 },
+        { DRBD_ROLE_SECONDARY, 1 },
+        { DRBD_ROLE_UNKNOWN, 2 },
+    };
+    static const struct {
+        DrbdDiskState disk;
+        uint8_t byte;
+    } disks[] = {
+        { DRBD_DISK_STATE_DISKLESS, 0 },
+        { DRBD_DISK_STATE_ATTACHING, 1 },
+        { DRBD_DISK_STATE_FAILED, 2 },
+        { DRBD_DISK_STATE_INCONSISTENT, 3 },
+        { DRBD_DISK_STATE_OUTDATED, 4 },
+        { DRBD_DISK_STATE_DUNKNOWN, 5 },
+        { DRBD_DISK_STATE_CONSISTENT, 6 },
+        { DRBD_DISK_STATE_UP_TO_DATE, 7 },
+    };
+    size_t i;
+
+    g_assert_cmpuint(ARRAY_SIZE(roles), ==, DRBD_ROLE__MAX);
+    g_assert_cmpuint(ARRAY_SIZE(disks), ==, DRBD_DISK_STATE__MAX);
+    for (i = 0; i < ARRAY_SIZE(roles); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdStatePacket in = {
+            .role = roles[i].role, .disk_state = DRBD_DISK_STATE_DISKLESS,
+        };
+        const uint8_t *payload;
+
+        drbd_wire_put_state(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_STATE);
+        g_assert_cmpuint(payload[0], ==, roles[i].byte);
+        g_assert_cmpuint(payload[1], ==, 0);
+    }
+    for (i = 0; i < ARRAY_SIZE(disks); i++) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        DrbdStatePacket in = {
+            .role = DRBD_ROLE_PRIMARY, .disk_state = disks[i].disk,
+        };
+        const uint8_t *payload;
+
+        drbd_wire_put_state(pkt, &in);
+        payload = check_header(pkt, DRBD_CMD_STATE);
+        g_assert_cmpuint(payload[0], ==, 0);
+        g_assert_cmpuint(payload[1], ==, disks[i].byte);
+    }
+}
+
 static void test_state_request(void)
 {
     g_autoptr(GByteArray) pkt = g_byte_array_new();
-    DrbdStatePacket in = { .role = 0, .disk_state = 7 };
+    DrbdStatePacket in = {
+        .role = DRBD_ROLE_PRIMARY, .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+    };
     DrbdStatePacket out;
     const uint8_t *payload;
     uint8_t bad[4];
@@ -3484,6 +3545,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/round-trip/hello", test_round_trip_hello);
     g_test_add_func("/drbd-wire/round-trip/sizes", test_round_trip_sizes);
     g_test_add_func("/drbd-wire/round-trip/state", test_round_trip_state);
+    g_test_add_func("/drbd-wire/state/wire-values", test_state_wire_values);
     g_test_add_func("/drbd-wire/round-trip/data", test_round_trip_data);
     g_test_add_func("/drbd-wire/round-trip/block-ack",
                     test_round_trip_block_ack);
