@@ -2,7 +2,7 @@
  * DRBD-style replication: the activity log's set of hot extents
  *
  * Pure code: the in-memory state machine of the activity log, with no
- * I/O, no locks and no QEMU globals.  The caller (actlog.c) holds the lock
+ * I/O, no locks and no QEMU globals.  The caller (meta.c) holds the lock
  * that protects the cache, writes the bitmap and the AL transactions, and
  * wakes whoever waits.
  *

@@ -266,14 +266,32 @@ void drbd_peer_free(DrbdPeer *peer)
  * shut down, the pinger and the resync their sleep end.  Only the first
  * reason is kept.
  */
+static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
+    G_GNUC_PRINTF(2, 0);
+
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    drbd_peer_failv(peer, fmt, ap);
+    va_end(ap);
+}
+
+void drbd_peer_fail_err(DrbdPeer *peer, const char *what, Error *err)
+{
+    drbd_peer_fail(peer, "%s%s%s", what ?: "", what ? ": " : "",
+                   error_get_pretty(err));
+    error_free(err);
+}
+
+static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
 {
     BDRVDrbdState *s = peer->s;
     g_autoptr(GPtrArray) readers = g_ptr_array_new();
     Coroutine *waiters[3];
     GHashTableIter iter;
     DrbdPeerRead *r;
-    va_list ap;
     int i;
 
     qemu_mutex_lock(&s->lock);
@@ -282,9 +300,7 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
         return;
     }
     peer->broken = true;
-    va_start(ap, fmt);
     peer->broken_reason = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_fail(peer->s->bs, peer->broken_reason);
 
@@ -432,8 +448,7 @@ int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt)
     }
     qemu_co_mutex_unlock(&peer->meta_send_lock);
     if (ret < 0 && err) {
-        drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
-        error_free(err);
+        drbd_peer_fail_err(peer, "meta channel", err);
     }
     return ret;
 }
@@ -509,8 +524,7 @@ int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt)
     ret = peer->broken ? -EPIPE : drbd_write_packet(peer->data, pkt, &err);
     qemu_co_mutex_unlock(&peer->data_send_lock);
     if (err) {
-        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
-        error_free(err);
+        drbd_peer_fail_err(peer, "data channel", err);
     }
     return ret;
 }

@@ -764,7 +764,7 @@ void drbd_conn_stop(BDRVDrbdState *s)
     if (!s->conn.conn_co) {
         return;
     }
-    drbd_gate_close(s);
+    drbd_drain_gate_close(s);
     drbd_sleep_wake(s, &s->conn.conn_sleep, true);
     drbd_conn_cut(s, "the node is closing");
     drbd_conn_kick(s);

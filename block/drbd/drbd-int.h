@@ -13,6 +13,7 @@
 #include "block/block_int.h"
 #include "block/nbd.h"
 #include "block/reqlist.h"
+#include "crypto/hash.h"
 #include "crypto/tlscreds.h"
 #include "io/channel-socket.h"
 #include "qapi/qapi-types-drbd.h"
@@ -424,8 +425,12 @@ struct BDRVDrbdState {
     /* The peer: one for now */
     DrbdConnection conn;
 
-    /* The transfer log: replicated writes not yet done with the peer */
+    /*
+     * The transfer log (tl.c's, under s->lock): guest writes not yet done
+     * with the peer, in the order they were sent, and by id
+     */
     QTAILQ_HEAD(, DrbdRequest) transfer_log;
+    GHashTable *tl_by_id;       /* &req->id -> req */
     uint64_t next_req_id;
 
     /*
@@ -489,30 +494,52 @@ struct BDRVDrbdState {
 
 /*
  * The files of the driver, from the top floor down: a file calls only
- * the files below it.
+ * the files on the floors below its own (`farm-studio look block/drbd`
+ * draws them; it must find no circle and no arrow running back up).
  *
  *   drbd-hmp.c, drbd-qmp.c   monitor commands
  *   drbd.c                   the BlockDriver callbacks
- *   role.c                   promotion, demotion, invalidation
  *   conn.c                   the connection manager: connect or accept,
  *                            handshake, run, tear down; context moves
  *   receiver.c               the receivers and the pinger
  *   handshake.c              HELLO, parameters, bitmaps, the sync decision
- *   peer.c                   the receiving side: applying the peer's writes
  *   verify.c                 online verify, both sides
+ *   role.c                   promotion, demotion, invalidation
+ *   peer.c                   the receiving side: applying the peer's writes
  *   resync.c                 the sync source's side of a resync
- *   job.c                    the resync and the verify as QEMU jobs
  *   tl.c                     the transfer log: guest writes to the peer
+ *   secure.c                 TLS and the shared-secret proof
+ *   job.c                    the resync and the verify as QEMU jobs
  *   readpeer.c               guest reads served by the peer
- *   channel.c                packets on the two channels, peer references
+ *   digest.c                 digests of data; comparing a range with the
+ *                            peer's digests in apply order
+ *   channel.c                a peer: its references, its failure, and the
+ *                            packets on its two channels
  *   meta.c                   metadata on disk: superblock, bitmap, AL
  *   home.c                   the drain gate, context moves, sleeps,
  *                            background reads
  *   state.c                  roles, connection and disk states, UUIDs,
  *                            local disk errors (on-io-error)
  *   disk.c                   requests to the local disk, disk-timeout
- *   wire.c, rle.c, uuid.c, md-format.c, al-cache.c, req.c, order.c,
- *   pace.c                   pure logic
+ *   gate.c, order.c, al-cache.c, wire.c, uuid.c, md-format.c, req.c,
+ *   rle.c, pace.c, proc.c    pure logic (no I/O, no locks, no globals)
+ *
+ * Adding a packet: its command and layout in wire.h (a new protocol
+ * version if an older peer could not take it), encoder and bounds-checking
+ * decoder in wire.c with unit tests (tests/unit/test-drbd-wire.c), the
+ * state that may accept it in gate.c (unit tests, tests/fuzz/fuzz-gate.c's
+ * model), the receiver's case (receiver.c), a hostile-peer case in the
+ * drbd-malformed iotest, and docs/interop/drbd-protocol.rst.
+ *
+ * Adding a QMP field: qapi/drbd.json with its documentation, filled in
+ * drbd_fill_info() (state.c), shown by "info drbd" (drbd-hmp.c) if an
+ * operator reads it there, and docs/system/drbd.rst.
+ *
+ * Adding an on-disk field: md-format.h/.c (layout, encoder, a decoder
+ * that refuses bad values, the format version if an older reader would
+ * misread it), meta.c, qemu-img info/check where they show metadata,
+ * tests/unit/test-drbd-md.c, tests/fuzz/fuzz-superblock.c, and the
+ * format's description in docs/interop/drbd-metadata.rst.
  */
 
 /* home.c */
@@ -532,7 +559,7 @@ void drbd_payload_free(BDRVDrbdState *s, void *buf, size_t len);
 void drbd_chunk_bufs_free(BDRVDrbdState *s);
 void drbd_drain_begin_gate(BDRVDrbdState *s);
 void drbd_drain_end_gate(BDRVDrbdState *s);
-void drbd_gate_close(BDRVDrbdState *s);
+void drbd_drain_gate_close(BDRVDrbdState *s);
 void coroutine_fn drbd_co_rehome(BDRVDrbdState *s);
 void coroutine_fn drbd_co_sleep(BDRVDrbdState *s, DrbdSleep *sl,
                                 uint64_t ns);
@@ -624,6 +651,8 @@ void coroutine_fn drbd_peer_spawn_here(DrbdPeer *peer, CoroutineEntry *fn,
                                        void *opaque);
 void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
+/* The same for @err, which it frees, after "@what: " unless @what is NULL */
+void drbd_peer_fail_err(DrbdPeer *peer, const char *what, Error *err);
 void drbd_peer_kick(DrbdPeer *peer);
 int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt);
 void drbd_queue_meta(DrbdPeer *peer, const GByteArray *pkt);
@@ -634,7 +663,12 @@ void drbd_queue_block_ack(DrbdPeer *peer, uint16_t cmd, uint64_t offset,
 /* tl.c: the transfer log and the sending of guest writes */
 void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
                            DrbdReqEvent ev);
-void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req);
+void drbd_tl_init(BDRVDrbdState *s);
+void drbd_tl_cleanup(BDRVDrbdState *s);
+DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, int64_t offset,
+                                   int64_t bytes, unsigned state,
+                                   bool al_held, bool to_peer);
+void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *req);
 DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id);
 int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
                                  Error **errp);
@@ -731,6 +765,10 @@ int drbd_auth_answer(uint32_t digest, const uint8_t *key, size_t key_len,
                      Error **errp);
 int coroutine_fn drbd_secure_channel(BDRVDrbdState *s, QIOChannel **ioc,
                                      bool connector, Error **errp);
+/* digest.c: digests of data */
+uint32_t drbd_digest_of_alg(DrbdDigestAlg alg);
+bool drbd_digest_hash_alg(uint32_t digest, QCryptoHashAlgo *alg);
+bool drbd_digest_of_hash(QCryptoHashAlgo alg, uint32_t *digest);
 size_t drbd_digest_size(uint32_t digest);
 uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov);
 int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
@@ -745,11 +783,45 @@ int drbd_block_digests(uint32_t digest, const uint8_t *buf, uint32_t bytes,
 uint64_t drbd_block_digests_differ(const uint8_t *mine,
                                    const uint8_t *theirs, uint32_t bytes,
                                    size_t dsize);
-int drbd_digest_attach(BDRVDrbdState *s, DrbdDataPacket *p,
+/*
+ * With data-integrity-alg @alg, give @p the digest of its data (in
+ * @iov), computed into @buf (DRBD_WIRE_DIGEST_MAX bytes)
+ */
+int drbd_digest_attach(uint32_t alg, DrbdDataPacket *p,
                        const struct iovec *iov, size_t niov, uint8_t *buf,
                        Error **errp);
-int drbd_check_integrity(BDRVDrbdState *s, uint16_t cmd,
-                         const DrbdDataPacket *p, Error **errp);
+/*
+ * Whether the data packet @p (@cmd) carries the digest of its data that
+ * data-integrity-alg @alg says it must: -EBADMSG if it does not match
+ */
+int drbd_check_integrity(uint32_t alg, uint16_t cmd, const DrbdDataPacket *p,
+                         Error **errp);
+/*
+ * Read [@offset, @offset + @bytes) of the local data and put the @alg
+ * digest of each of its 4 KiB blocks into @digests
+ */
+int coroutine_fn drbd_read_digests(BDRVDrbdState *s, uint32_t alg,
+                                   uint64_t offset, uint32_t bytes,
+                                   uint8_t *digests, Error **errp);
+/*
+ * What drbd_compare_in_order() found: @mismatch, the blocks of @p whose
+ * digests differ (bit i for block i), or @ret < 0 and @err (the callee's
+ * to free) if our blocks could not be read
+ */
+typedef void coroutine_fn DrbdCompareDone(DrbdPeer *peer,
+                                          const DrbdOvPacket *p, int ret,
+                                          uint64_t mismatch, Error *err,
+                                          void *opaque);
+/*
+ * Compare our blocks of @p's range with @p's digests (of @alg) as they
+ * are once the writes the peer sent before @p are applied, and before
+ * any it sent after @p is: the caller is the data receiver, which waits
+ * here for the earlier ones.  @done runs in a coroutine of the peer's
+ * (drbd_peer_spawn_here()).
+ */
+void coroutine_fn drbd_compare_in_order(DrbdPeer *peer, uint32_t alg,
+                                        const DrbdOvPacket *p,
+                                        DrbdCompareDone *done, void *opaque);
 
 /* receiver.c */
 void coroutine_fn drbd_data_receiver(void *opaque);
@@ -764,7 +836,6 @@ void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx);
 void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
 
 /* role.c */
-int drbd_request_promotion(BDRVDrbdState *s, Error **errp);
 void drbd_announce_role(BDRVDrbdState *s);
 int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);

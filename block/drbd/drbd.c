@@ -2,11 +2,13 @@
  * DRBD-style replicated block device: the block driver
  *
  * A drbd node sits over a local image (its "file" child).  On a primary,
- * guest reads go to the local image and guest writes go both to the local
- * image and to the peer (conn.c), completing as the protocol says
- * (req.c); while no peer is connected, what the peer misses is recorded
- * in the out-of-sync bitmap for the next resync (resync.c).  A secondary
- * refuses guest I/O and applies what its primary sends (peer.c).
+ * guest reads go to the local image (or, without a good one, to the peer:
+ * readpeer.c) and guest writes go both to the local image and to the peer
+ * (the transfer log, tl.c), completing as the protocol says (req.c);
+ * while no peer is connected, what the peer misses is recorded in the
+ * out-of-sync bitmap (state.c, meta.c) for the next resync (resync.c).
+ * A secondary refuses guest I/O and applies what its primary sends
+ * (peer.c).  The floors of the files are listed in drbd-int.h.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -283,6 +285,7 @@ static void drbd_free_state(BDRVDrbdState *s)
         drbd_nodes_remove(s);
     }
     g_free(s->conn.resync_after);
+    drbd_tl_cleanup(s);
     drbd_chunk_bufs_free(s);
     drbd_md_free(s);
     drbd_secure_close(s);
@@ -415,7 +418,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
     s->disk_error_bh = aio_bh_new(qemu_get_aio_context(),
                                   drbd_disk_error_bh, s);
-    QTAILQ_INIT(&s->transfer_log);
+    drbd_tl_init(s);
     QLIST_INIT(&s->active_reqs);
     ratelimit_init(&s->conn.resync_limit);
 
@@ -609,7 +612,6 @@ static void drbd_close(BlockDriverState *bs)
     drbd_conn_stop(s);
     /* Its resync and verify are over: their jobs end, saying why */
     drbd_job_detach(s);
-    assert(QTAILQ_EMPTY(&s->transfer_log));
     bdrv_graph_rdlock_main_loop();
     drbd_md_close(s);
     bdrv_graph_rdunlock_main_loop();
@@ -802,17 +804,10 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         return ret;
     }
 
-    req = g_new0(DrbdRequest, 1);
-    req->s = s;
-    req->offset = offset;
-    req->bytes = bytes;
-    req->al_held = !!s->al && !diskless;
     /*
      * Without our disk, the peer's is the only copy: wait for its write
      * ack, which protocols A and B get by asking for FUA
      */
-    req->state = drbd_req_initial_state(s->conn.protocol,
-                                        diskless || (flags & BDRV_REQ_FUA));
     if (diskless && s->conn.protocol != 'C') {
         dp_flags |= DRBD_DP_FUA;
     }
@@ -830,25 +825,16 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         if (peer) {
             drbd_peer_put(peer);
         }
-        g_free(req);
         qemu_co_mutex_lock(&s->reqs_lock);
         reqlist_remove_req(&active);
         qemu_co_mutex_unlock(&s->reqs_lock);
         return drbd_no_peer_for_io(s, "write");
     }
-    req->id = ++s->next_req_id;
-    req->dep = s->conn.done_seq;
-    req->dep_gen = s->conn.seq_gen;
+    req = drbd_tl_submit_locked(s, offset, bytes,
+                                drbd_req_initial_state(s->conn.protocol,
+                                    diskless || (flags & BDRV_REQ_FUA)),
+                                s->al && !diskless, peer);
     s->ap++;
-    if (peer) {
-        drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
-        QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
-        req->in_tl = true;
-        s->conn.pe++;
-    } else {
-        drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
-    }
-    drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
     s->lo += !diskless;
     qemu_mutex_unlock(&s->lock);
 
@@ -894,11 +880,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     }
     s->app_bytes += ret == 0 ? bytes : 0;
     s->ap--;
-    if (req->in_tl) {
-        req->guest_gone = true;     /* the transfer log frees it */
-    } else {
-        drbd_req_free_locked(s, req);
-    }
+    drbd_tl_guest_done_locked(s, req);
     qemu_mutex_unlock(&s->lock);
 
     if (diskless && ret == 0) {

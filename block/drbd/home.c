@@ -197,7 +197,7 @@ void drbd_drain_end_gate(BDRVDrbdState *s)
 }
 
 /* The node closes: whoever waits at the gate gives up */
-void drbd_gate_close(BDRVDrbdState *s)
+void drbd_drain_gate_close(BDRVDrbdState *s)
 {
     qemu_mutex_lock(&s->lock);
     s->closing = true;

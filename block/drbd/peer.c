@@ -525,60 +525,40 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
 /* RS_CSUM reads at once: a source keeps no more in flight */
 #define DRBD_CSUM_READS_MAX     128
 
-/* Compare the blocks of a chunk with the sync source's checksums */
-typedef struct DrbdCsumRead {
-    DrbdPeer *peer;
-    DrbdOvPacket p;             /* digests point into @digests */
-    uint8_t *digests;           /* the source's */
-    BlockReq req;               /* in peer->apply_reqs while running */
-} DrbdCsumRead;
-
-static void coroutine_fn drbd_csum_read_co(void *opaque)
+/*
+ * A chunk compared with the sync source's checksums: the equal blocks
+ * are in sync, the others (all of them if ours could not be read) are
+ * to be sent as data
+ */
+static void coroutine_fn drbd_csum_compared(DrbdPeer *peer,
+                                            const DrbdOvPacket *p, int ret,
+                                            uint64_t mismatch, Error *err,
+                                            void *opaque)
 {
-    DrbdCsumRead *cr = opaque;
-    DrbdPeer *peer = cr->peer;
     BDRVDrbdState *s = peer->s;
-    size_t dsize = drbd_digest_size(s->conn.csums_alg);
     g_autoptr(GByteArray) pkt = g_byte_array_new();
-    uint8_t *buf = drbd_chunk_buf_get(s);
-    g_autofree uint8_t *mine = g_malloc(drbd_ov_blocks(cr->p.bytes) *
-                                        dsize);
     DrbdOvPacket r = {
-        .offset = cr->p.offset, .id = cr->p.id, .bytes = cr->p.bytes,
-        .flags = DRBD_OV_RESULT,
-        /* What cannot be compared is sent as data */
-        .mismatch = cr->p.bytes == DRBD_OV_MAX_BYTES ? UINT64_MAX :
-                    (1ULL << drbd_ov_blocks(cr->p.bytes)) - 1,
+        .offset = p->offset, .id = p->id, .bytes = p->bytes,
+        .flags = DRBD_OV_RESULT, .mismatch = mismatch,
     };
-    Error *err = NULL;
 
-    if (drbd_co_read_local(s, cr->p.offset, cr->p.bytes, buf) == 0) {
-        if (drbd_block_digests(s->conn.csums_alg, buf, cr->p.bytes, mine,
-                               &err) == 0) {
-            r.mismatch = drbd_block_digests_differ(mine, cr->digests,
-                                                   cr->p.bytes, dsize);
-        } else {
-            error_report_err(err);
-        }
+    if (ret < 0) {
+        warn_report_err(err);
+        r.mismatch = p->bytes == DRBD_OV_MAX_BYTES ? UINT64_MAX :
+                     (1ULL << drbd_ov_blocks(p->bytes)) - 1;
     }
-    drbd_chunk_buf_put(s, buf);
-
     qemu_mutex_lock(&s->lock);
-    s->conn.same_csum += drbd_oos_reset_equal_locked(s, cr->p.offset,
-                                                     cr->p.bytes, r.mismatch);
+    s->conn.same_csum += drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
+                                                     r.mismatch);
     qemu_mutex_unlock(&s->lock);
-    trace_drbd_peer_csum(s->bs, cr->p.offset, cr->p.bytes, r.mismatch);
+    trace_drbd_peer_csum(s->bs, p->offset, p->bytes, r.mismatch);
 
-    reqlist_remove_req(&cr->req);
     peer->resync_inflight--;
     peer->csum_reading--;
     drbd_wake_epoch_waiter(peer);
 
     drbd_wire_put_ov(pkt, DRBD_CMD_RS_CSUM_REPLY, &r);
     drbd_queue_meta(peer, pkt);
-    g_free(cr->digests);
-    g_free(cr);
-    drbd_peer_put(peer);
 }
 
 /*
@@ -590,7 +570,6 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
                                 Error **errp)
 {
     BDRVDrbdState *s = peer->s;
-    DrbdCsumRead *cr;
     DrbdGate gate;
 
     qemu_mutex_lock(&s->lock);
@@ -613,18 +592,10 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
         qemu_coroutine_yield();
         peer->epoch_waiter = NULL;
     }
-    reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
-
-    cr = g_new0(DrbdCsumRead, 1);
-    cr->peer = peer;
-    cr->p = *p;
-    cr->digests = g_memdup2(p->digests,
-                            drbd_ov_blocks(p->bytes) * p->digest_size);
-    cr->p.digests = cr->digests;
-    reqlist_init_req(&peer->apply_reqs, &cr->req, p->offset, p->bytes);
     peer->resync_inflight++;
     peer->csum_reading++;
-    drbd_peer_spawn_here(peer, drbd_csum_read_co, cr);
+    drbd_compare_in_order(peer, s->conn.csums_alg, p, drbd_csum_compared,
+                          NULL);
     return 0;
 }
 
@@ -716,9 +687,9 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     /* After the writes that arrived before the request, if they overlap */
     reqlist_wait_all(&peer->apply_reqs, sr->r.offset, sr->r.bytes, NULL);
     ret = drbd_co_read_local(s, sr->r.offset, sr->r.bytes, buf);
-    if (ret == 0 && drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
-        drbd_peer_fail(peer, "answering a read: %s", error_get_pretty(err));
-        error_free(err);
+    if (ret == 0 && drbd_digest_attach(s->conn.integrity, &p, &iov, 1,
+                                       digest, &err) < 0) {
+        drbd_peer_fail_err(peer, "answering a read", err);
         ret = -EIO;
     } else if (ret == 0) {
         drbd_wire_put_data(pkt, DRBD_CMD_DATA_REPLY, &p);

@@ -44,8 +44,7 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
     gate = (DrbdGate) { .last_req_id = s->next_req_id };
     if (drbd_gate_write_ack(&gate, cmd, ack, &err) < 0) {
         qemu_mutex_unlock(&s->lock);
-        drbd_peer_fail(peer, "%s", error_get_pretty(err));
-        error_free(err);
+        drbd_peer_fail_err(peer, NULL, err);
         return;
     }
     req = drbd_req_find_locked(s, ack->id);
@@ -80,8 +79,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
         ret = drbd_rx_packet(peer, peer->meta, &peer->meta_rx, &h, &payload,
                              &err);
         if (ret < 0) {
-            drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
-            error_free(err);
+            drbd_peer_fail_err(peer, "meta channel", err);
             break;
         }
         /* any traffic proves the peer alive */
@@ -147,8 +145,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             ret = -EINVAL;
         }
         if (ret < 0) {
-            drbd_peer_fail(peer, "meta channel: %s", error_get_pretty(err));
-            error_free(err);
+            drbd_peer_fail_err(peer, "meta channel", err);
             break;
         }
     }
@@ -254,6 +251,31 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
 }
 
 /*
+ * A DATA or RS_DATA packet arrived: does its digest match its data?  A
+ * mismatch marks the range out of sync (the data is not written) and
+ * fails: the connection drops, and the resync repairs the block.
+ */
+static int drbd_check_write_integrity(BDRVDrbdState *s, uint16_t cmd,
+                                      const DrbdDataPacket *p, Error **errp)
+{
+    Error *local_err = NULL;
+    int ret;
+
+    ret = drbd_check_integrity(s->conn.integrity, cmd, p, &local_err);
+    if (ret == -EBADMSG) {
+        qemu_mutex_lock(&s->lock);
+        drbd_oos_set_locked(s, p->offset, p->bytes);
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "%s: not written, marked out of sync",
+                   error_get_pretty(local_err));
+        error_free(local_err);
+    } else if (ret < 0) {
+        error_propagate(errp, local_err);
+    }
+    return ret;
+}
+
+/*
  * A receiver whose socket never runs dry (a resync at full speed) would
  * never yield: after this long it lets the rest of its AioContext run (the
  * meta receiver's pings and acks, completions, timers)
@@ -280,8 +302,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
         ret = drbd_rx_packet(peer, peer->data, &peer->data_rx, &h, &payload,
                              &err);
         if (ret < 0) {
-            drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
-            error_free(err);
+            drbd_peer_fail_err(peer, "data channel", err);
             break;
         }
 
@@ -294,7 +315,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
                                      &err);
             if (ret == 0 && p.data) {
-                ret = drbd_check_integrity(s, h.cmd, &p, &err);
+                ret = drbd_check_write_integrity(s, h.cmd, &p, &err);
             }
             if (ret == 0) {
                 /* the payload now belongs to the write */
@@ -349,7 +370,8 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
                                      &err);
             if (ret == 0) {
-                ret = drbd_check_integrity(s, h.cmd, &p, &err);
+                ret = drbd_check_integrity(s->conn.integrity, h.cmd, &p,
+                                           &err);
             }
             if (ret == 0) {
                 ret = drbd_read_reply(peer, h.cmd, &p, NULL, &err);
@@ -381,8 +403,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
         }
         drbd_payload_free(s, payload, h.length);
         if (ret < 0) {
-            drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
-            error_free(err);
+            drbd_peer_fail_err(peer, "data channel", err);
             break;
         }
         if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - slice_start >

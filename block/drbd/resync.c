@@ -118,9 +118,9 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         p.flags = DRBD_DP_MAY_UNMAP;
     }
     if (ret == 0 && cmd == DRBD_CMD_RS_DATA &&
-        drbd_digest_attach(s, &p, &iov, 1, digest, &err) < 0) {
-        drbd_peer_fail(peer, "resync: %s", error_get_pretty(err));
-        error_free(err);
+        drbd_digest_attach(s->conn.integrity, &p, &iov, 1, digest,
+                           &err) < 0) {
+        drbd_peer_fail_err(peer, "resync", err);
         ret = -EIO;
     } else if (ret == 0) {
         /*
@@ -187,8 +187,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
         ret = drbd_block_digests(s->conn.csums_alg, buf, bytes, digests,
                                  &err);
         if (ret < 0) {
-            drbd_peer_fail(peer, "resync: %s", error_get_pretty(err));
-            error_free(err);
+            drbd_peer_fail_err(peer, "resync", err);
         }
     } else if (ret != -ECANCELED) {
         drbd_peer_fail(peer, "resync: reading %" PRId64 " bytes at %"
@@ -553,8 +552,7 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     qemu_mutex_lock(&s->lock);
     if (drbd_gate_resync_ack(&gate, cmd, ack, &err) < 0) {
         qemu_mutex_unlock(&s->lock);
-        drbd_peer_fail(peer, "%s", error_get_pretty(err));
-        error_free(err);
+        drbd_peer_fail_err(peer, NULL, err);
         return;
     }
     g_hash_table_remove(peer->resync_chunks, &offset);

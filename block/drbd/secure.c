@@ -17,6 +17,8 @@
  * being reflected back at its author, and the two nonces tie it to this
  * channel.  Nothing else is read from a channel before both checks pass.
  *
+ * (The digests of data, verify and checksum resync are digest.c's.)
+ *
  * QIOChannelTLS drives its handshake from GSource watches.  The node's
  * AioContext dispatches none (it may be an iothread's, or the main loop
  * blocked in a drain), so the handshake runs in a worker thread with a
@@ -34,253 +36,10 @@
 #include "crypto/secret_common.h"
 #include "io/channel-tls.h"
 #include "qapi/error.h"
-#include "qemu/crc32c.h"
 #include "qom/object_interfaces.h"
 #include "trace.h"
 
 #include "drbd-int.h"
-
-#ifdef HOST_X86_64
-#include <nmmintrin.h>
-
-/* CRC-32C with SSE4.2's crc32 instruction: QEMU's crc32c(), faster */
-static uint32_t __attribute__((target("sse4.2")))
-drbd_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
-{
-    uint64_t c = crc;
-
-    for (; len && ((uintptr_t)p & 7); len--) {
-        c = _mm_crc32_u8(c, *p++);
-    }
-    for (; len >= 8; len -= 8, p += 8) {
-        c = _mm_crc32_u64(c, ldq_le_p(p));
-    }
-    for (; len; len--) {
-        c = _mm_crc32_u8(c, *p++);
-    }
-    return c;
-}
-#endif
-
-/*
- * As QEMU's iov_crc32c() (whose value the wire carries), with the
- * hardware's CRC-32C where the CPU has one: the table-driven crc32c()
- * digests a few hundred MiB/s, slower than the link a resync or verify
- * could use
- */
-uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov)
-{
-    uint32_t crc = 0xffffffff;
-#ifdef HOST_X86_64
-    static int hw = -1;
-
-    if (hw < 0) {
-        hw = __builtin_cpu_supports("sse4.2");
-    }
-#endif
-
-    /* crc32c() inverts what it returns; the instruction does not */
-    for (; niov; niov--, iov++) {
-#ifdef HOST_X86_64
-        if (hw) {
-            crc = drbd_crc32c_sse42(crc, iov->iov_base, iov->iov_len);
-            continue;
-        }
-#endif
-        crc = crc32c(crc, iov->iov_base, iov->iov_len) ^ 0xffffffff;
-    }
-    return crc ^ 0xffffffff;
-}
-
-/* The hash behind each DRBD_DIGEST_* but crc32c, QEMU's own */
-static const struct {
-    uint32_t digest;
-    QCryptoHashAlgo alg;
-} drbd_hmac_algs[] = {
-    { DRBD_DIGEST_MD5,          QCRYPTO_HASH_ALGO_MD5 },
-    { DRBD_DIGEST_SHA1,         QCRYPTO_HASH_ALGO_SHA1 },
-    { DRBD_DIGEST_SHA224,       QCRYPTO_HASH_ALGO_SHA224 },
-    { DRBD_DIGEST_SHA256,       QCRYPTO_HASH_ALGO_SHA256 },
-    { DRBD_DIGEST_SHA384,       QCRYPTO_HASH_ALGO_SHA384 },
-    { DRBD_DIGEST_SHA512,       QCRYPTO_HASH_ALGO_SHA512 },
-    { DRBD_DIGEST_RIPEMD160,    QCRYPTO_HASH_ALGO_RIPEMD160 },
-};
-
-static bool drbd_hash_alg(uint32_t digest, QCryptoHashAlgo *alg)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(drbd_hmac_algs); i++) {
-        if (drbd_hmac_algs[i].digest == digest) {
-            *alg = drbd_hmac_algs[i].alg;
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool drbd_hmac_digest(QCryptoHashAlgo alg, uint32_t *digest)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(drbd_hmac_algs); i++) {
-        if (drbd_hmac_algs[i].alg == alg) {
-            *digest = drbd_hmac_algs[i].digest;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* data-integrity-alg's values as the wire names them */
-static const uint32_t drbd_digest_of_qapi[DRBD_DIGEST_ALG__MAX] = {
-    [DRBD_DIGEST_ALG_CRC32C]    = DRBD_DIGEST_CRC32C,
-    [DRBD_DIGEST_ALG_MD5]       = DRBD_DIGEST_MD5,
-    [DRBD_DIGEST_ALG_SHA1]      = DRBD_DIGEST_SHA1,
-    [DRBD_DIGEST_ALG_SHA224]    = DRBD_DIGEST_SHA224,
-    [DRBD_DIGEST_ALG_SHA256]    = DRBD_DIGEST_SHA256,
-    [DRBD_DIGEST_ALG_SHA384]    = DRBD_DIGEST_SHA384,
-    [DRBD_DIGEST_ALG_SHA512]    = DRBD_DIGEST_SHA512,
-    [DRBD_DIGEST_ALG_RIPEMD160] = DRBD_DIGEST_RIPEMD160,
-};
-
-/* Bytes of a DRBD_DIGEST_* digest, 0 for none or one we cannot compute */
-size_t drbd_digest_size(uint32_t digest)
-{
-    QCryptoHashAlgo alg;
-
-    if (digest == DRBD_DIGEST_CRC32C) {
-        return 4;
-    }
-    if (!drbd_hash_alg(digest, &alg) || !qcrypto_hash_supports(alg)) {
-        return 0;
-    }
-    return qcrypto_hash_digest_len(alg);
-}
-
-/*
- * The @digest of the data in @iov into @out (drbd_digest_size() bytes);
- * crc32c is CRC-32C as iSCSI's, big-endian
- */
-int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
-                    uint8_t *out, Error **errp)
-{
-    size_t len = drbd_digest_size(digest);
-    QCryptoHashAlgo alg;
-
-    if (!len) {
-        error_setg(errp, "cannot compute a %s digest",
-                   drbd_digest_name(digest));
-        return -EINVAL;
-    }
-    if (digest == DRBD_DIGEST_CRC32C) {
-        stl_be_p(out, drbd_crc32c_iov(iov, niov));
-        return len;
-    }
-    drbd_hash_alg(digest, &alg);
-    if (qcrypto_hash_bytesv(alg, iov, niov, &out, &len, errp) < 0) {
-        return -EIO;
-    }
-    return len;
-}
-
-int drbd_block_digests(uint32_t digest, const uint8_t *buf, uint32_t bytes,
-                       uint8_t *out, Error **errp)
-{
-    size_t dsize = drbd_digest_size(digest);
-    uint32_t i;
-
-    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
-        struct iovec iov = {
-            .iov_base = (uint8_t *)buf + i * DRBD_OV_BLOCK,
-            .iov_len = MIN(DRBD_OV_BLOCK, bytes - i * DRBD_OV_BLOCK),
-        };
-
-        if (drbd_digest_iov(digest, &iov, 1, out + i * dsize, errp) < 0) {
-            return -EIO;
-        }
-    }
-    return 0;
-}
-
-uint64_t drbd_block_digests_differ(const uint8_t *mine,
-                                   const uint8_t *theirs, uint32_t bytes,
-                                   size_t dsize)
-{
-    uint64_t mask = 0;
-    uint32_t i;
-
-    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
-        if (memcmp(mine + i * dsize, theirs + i * dsize, dsize)) {
-            mask |= 1ULL << i;
-        }
-    }
-    return mask;
-}
-
-/*
- * With data-integrity-alg, give @p the digest of its data (in @iov),
- * computed into @buf (DRBD_WIRE_DIGEST_MAX bytes)
- */
-int drbd_digest_attach(BDRVDrbdState *s, DrbdDataPacket *p,
-                       const struct iovec *iov, size_t niov, uint8_t *buf,
-                       Error **errp)
-{
-    int len;
-
-    if (s->conn.integrity == DRBD_DIGEST_NONE) {
-        return 0;
-    }
-    len = drbd_digest_iov(s->conn.integrity, iov, niov, buf, errp);
-    if (len < 0) {
-        return len;
-    }
-    p->digest = buf;
-    p->digest_len = len;
-    return 0;
-}
-
-/*
- * A DATA or RS_DATA packet arrived: does its digest match its data?  A
- * mismatch marks the range out of sync (the data is not written) and
- * fails: the connection drops, and the resync repairs the block.
- */
-int drbd_check_integrity(BDRVDrbdState *s, uint16_t cmd,
-                         const DrbdDataPacket *p, Error **errp)
-{
-    uint32_t alg = s->conn.integrity;
-    uint8_t digest[DRBD_WIRE_DIGEST_MAX];
-    struct iovec iov = { (void *)p->data, p->bytes };
-    int len;
-
-    if (alg == DRBD_DIGEST_NONE) {
-        if (p->digest_len) {
-            error_setg(errp, "%s packet carries a digest, but "
-                       "data-integrity-alg is not set",
-                       drbd_cmd_name(cmd));
-            return -EINVAL;
-        }
-        return 0;
-    }
-    if (p->digest_len != drbd_digest_size(alg)) {
-        error_setg(errp, "%s packet carries a digest of %" PRIu32 " bytes, "
-                   "data-integrity-alg %s has %zu", drbd_cmd_name(cmd),
-                   p->digest_len, drbd_digest_name(alg),
-                   drbd_digest_size(alg));
-        return -EINVAL;
-    }
-    len = drbd_digest_iov(alg, &iov, 1, digest, errp);
-    if (len < 0) {
-        return len;
-    }
-    if (memcmp(digest, p->digest, len) != 0) {
-        qemu_mutex_lock(&s->lock);
-        drbd_oos_set_locked(s, p->offset, p->bytes);
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "%s at offset %" PRIu64 " (%" PRIu32 " bytes) does "
-                   "not match its %s digest: not written, marked out of "
-                   "sync", drbd_cmd_name(cmd), p->offset, p->bytes,
-                   drbd_digest_name(alg));
-        return -EBADMSG;
-    }
-    return 0;
-}
 
 static QCryptoTLSCreds *drbd_tls_creds(const char *id, bool client,
                                        Error **errp)
@@ -369,7 +128,7 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
             error_setg(errp, "secret needs a peer: set listen or peer");
             return -EINVAL;
         }
-        if (!drbd_hmac_digest(alg, &c->auth_digest) ||
+        if (!drbd_digest_of_hash(alg, &c->auth_digest) ||
             !qcrypto_hmac_supports(alg)) {
             error_setg(errp, "cram-hmac-alg %s cannot key an HMAC in this "
                        "build", QCryptoHashAlgo_str(alg));
@@ -390,7 +149,7 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
     }
 
     if (o->has_data_integrity_alg) {
-        c->integrity = drbd_digest_of_qapi[o->data_integrity_alg];
+        c->integrity = drbd_digest_of_alg(o->data_integrity_alg);
         if (!drbd_digest_size(c->integrity)) {
             error_setg(errp, "data-integrity-alg %s is not available in "
                        "this build",
@@ -399,7 +158,7 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
         }
     }
     if (o->has_csums_alg) {
-        c->csums_alg = drbd_digest_of_qapi[o->csums_alg];
+        c->csums_alg = drbd_digest_of_alg(o->csums_alg);
         if (!drbd_digest_size(c->csums_alg)) {
             error_setg(errp, "csums-alg %s is not available in this build",
                        DrbdDigestAlg_str(o->csums_alg));
@@ -407,7 +166,7 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
         }
     }
     if (o->has_verify_alg) {
-        c->verify_alg = drbd_digest_of_qapi[o->verify_alg];
+        c->verify_alg = drbd_digest_of_alg(o->verify_alg);
         if (!drbd_digest_size(c->verify_alg)) {
             error_setg(errp, "verify-alg %s is not available in this build",
                        DrbdDigestAlg_str(o->verify_alg));
@@ -491,7 +250,7 @@ int drbd_auth_answer(uint32_t digest, const uint8_t *key, size_t key_len,
         { (void *)our_nonce, DRBD_AUTH_NONCE_SIZE },
     };
 
-    if (!drbd_hash_alg(digest, &alg)) {
+    if (!drbd_digest_hash_alg(digest, &alg)) {
         error_setg(errp, "%s cannot key an HMAC", drbd_digest_name(digest));
         return -EINVAL;
     }

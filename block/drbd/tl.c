@@ -8,6 +8,11 @@
  * depend on one already completed opens a new epoch with a barrier.
  * Everything here runs under s->lock, except the sending itself.
  *
+ * A request is the transfer log's from drbd_tl_submit_locked() on: it
+ * numbers it, files it (in order, and by id for the acks), counts it,
+ * and frees it once both the guest (drbd_tl_guest_done_locked()) and
+ * the peer are done with it.
+ *
  * Copyright (c) 2026 The qemu-drbd authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -20,7 +25,19 @@
 #include "drbd-int.h"
 #include "gate.h"
 
-void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
+void drbd_tl_init(BDRVDrbdState *s)
+{
+    QTAILQ_INIT(&s->transfer_log);
+    s->tl_by_id = g_hash_table_new(g_int64_hash, g_int64_equal);
+}
+
+void drbd_tl_cleanup(BDRVDrbdState *s)
+{
+    assert(QTAILQ_EMPTY(&s->transfer_log));
+    g_clear_pointer(&s->tl_by_id, g_hash_table_destroy);
+}
+
+static void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
 {
     if (req->al_held) {
         drbd_al_end_io_locked(s, req->offset, req->bytes);
@@ -61,6 +78,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
     if (actions & DRBD_RA_DESTROY) {
         if (req->in_tl) {
             QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
+            g_hash_table_remove(s->tl_by_id, &req->id);
             req->in_tl = false;
             s->conn.pe--;
         }
@@ -70,16 +88,54 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
     }
 }
 
+/*
+ * A guest write enters: numbered, ordered after the writes the guest has
+ * seen complete, and, if it goes to the peer (@to_peer), in the log.
+ * Returns it in @state (req.h) with DRBD_EV_QUEUE_NET or DRBD_EV_NO_NET
+ * and DRBD_EV_SUBMIT_LOCAL fed; the guest's coroutine hands it back with
+ * drbd_tl_guest_done_locked().
+ */
+DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, int64_t offset,
+                                   int64_t bytes, unsigned state,
+                                   bool al_held, bool to_peer)
+{
+    DrbdRequest *req = g_new0(DrbdRequest, 1);
+
+    req->s = s;
+    req->offset = offset;
+    req->bytes = bytes;
+    req->state = state;
+    req->al_held = al_held;
+    req->id = ++s->next_req_id;
+    req->dep = s->conn.done_seq;
+    req->dep_gen = s->conn.seq_gen;
+    if (to_peer) {
+        drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
+        QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
+        g_hash_table_insert(s->tl_by_id, &req->id, req);
+        req->in_tl = true;
+        s->conn.pe++;
+    } else {
+        drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
+    }
+    drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
+    return req;
+}
+
+/* The guest's coroutine is done with @req: the log frees it when it is */
+void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *req)
+{
+    if (req->in_tl) {
+        req->guest_gone = true;
+    } else {
+        drbd_req_free_locked(s, req);
+    }
+}
+
+/* The write an ack names, if it is still in the log */
 DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
 {
-    DrbdRequest *req;
-
-    QTAILQ_FOREACH(req, &s->transfer_log, tl_next) {
-        if (req->id == id) {
-            return req;
-        }
-    }
-    return NULL;
+    return g_hash_table_lookup(s->tl_by_id, &id);
 }
 
 /*
@@ -193,14 +249,17 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
 
         if (cmd == DRBD_CMD_DATA) {
             uint8_t digest[DRBD_WIRE_DIGEST_MAX];
-            struct iovec iov[IOV_MAX];
+            g_autofree struct iovec *iov = NULL;
             int niov;
 
             niov = qemu_iovec_subvec_niov(qiov, qiov_offset, req->bytes);
+            /* The header, then the data: one writev if it can take them */
+            iov = g_new(struct iovec, MIN(niov + 1, IOV_MAX));
             if (niov < IOV_MAX) {
-                niov = iov_copy(iov + 1, IOV_MAX - 1, qiov->iov, qiov->niov,
+                niov = iov_copy(iov + 1, niov, qiov->iov, qiov->niov,
                                 qiov_offset, req->bytes);
-                ret = drbd_digest_attach(s, &p, iov + 1, niov, digest, &err);
+                ret = drbd_digest_attach(s->conn.integrity, &p, iov + 1,
+                                         niov, digest, &err);
                 if (ret == 0) {
                     drbd_wire_put_data_header(pkt, cmd, &p);
                     iov[0].iov_base = pkt->data;
@@ -225,7 +284,8 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                 qemu_iovec_to_buf(qiov, qiov_offset, buf, req->bytes);
                 iov[0].iov_base = buf;
                 iov[0].iov_len = req->bytes;
-                ret = drbd_digest_attach(s, &p, iov, 1, digest, &err);
+                ret = drbd_digest_attach(s->conn.integrity, &p, iov, 1,
+                                         digest, &err);
                 if (ret == 0) {
                     drbd_wire_put_data_header(pkt, cmd, &p);
                     g_byte_array_append(pkt, buf, req->bytes);
@@ -248,8 +308,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     qemu_mutex_unlock(&s->lock);
 
     if (err) {
-        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
-        error_free(err);
+        drbd_peer_fail_err(peer, "data channel", err);
     }
     trace_drbd_send_write(s->bs, drbd_cmd_name(cmd), req->id, req->offset,
                           req->bytes, req->epoch, ret);
@@ -279,8 +338,7 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     }
     qemu_co_mutex_unlock(&peer->data_send_lock);
     if (err) {
-        drbd_peer_fail(peer, "data channel: %s", error_get_pretty(err));
-        error_free(err);
+        drbd_peer_fail_err(peer, "data channel", err);
     }
     return ret;
 }

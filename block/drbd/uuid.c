@@ -371,7 +371,7 @@ static int resolve_split_brain(int hg, const SbView *v,
     res->resolution = DRBD_SB_UNRESOLVED;
     res->primaries = v->self->primary + v->peer->primary;
 
-    if (hg == DRBD_UUID_CMP_SPLIT_BRAIN || cfg->always_asbp) {
+    if (hg == DRBD_UUID_CMP_SPLIT_BRAIN) {
         switch (res->primaries) {
         case 0:
             res->policy = cfg->after_sb_0pri;
@@ -486,11 +486,8 @@ DrbdSyncDecision drbd_sync_handshake(const DrbdHandshakeSide *self,
         (hg < 0 && peer->disk <= DRBD_HS_DISK_INCONSISTENT)) {
         return handshake_done(res, DRBD_SYNC_INCONSISTENT_SOURCE);
     }
-    if (!cfg->rr_conflict_violently &&
-        ((hg < 0 && self->primary &&
-          self->disk >= DRBD_HS_DISK_CONSISTENT) ||
-         (hg > 0 && peer->primary &&
-          peer->disk >= DRBD_HS_DISK_CONSISTENT))) {
+    if ((hg < 0 && self->primary && self->disk >= DRBD_HS_DISK_CONSISTENT) ||
+        (hg > 0 && peer->primary && peer->disk >= DRBD_HS_DISK_CONSISTENT)) {
         return handshake_done(res, DRBD_SYNC_PRIMARY_TARGET);
     }
 
@@ -556,19 +553,6 @@ int drbd_handshake_config_compatible(const DrbdHandshakeConfig *self,
                        drbd_after_sb_policy_str(theirs[i]));
             return -EINVAL;
         }
-    }
-    if (self->always_asbp != peer->always_asbp) {
-        error_setg(errp, "always-asbp is %s here but %s on the peer; set "
-                   "it alike on both nodes", self->always_asbp ? "on" : "off",
-                   peer->always_asbp ? "on" : "off");
-        return -EINVAL;
-    }
-    if (self->rr_conflict_violently != peer->rr_conflict_violently) {
-        error_setg(errp, "rr-conflict is '%s' here but '%s' on the peer; "
-                   "set it alike on both nodes",
-                   self->rr_conflict_violently ? "violently" : "disconnect",
-                   peer->rr_conflict_violently ? "violently" : "disconnect");
-        return -EINVAL;
     }
     return 0;
 }

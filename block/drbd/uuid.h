@@ -121,18 +121,19 @@
  *    better, the better one is SOURCE whatever the UUIDs said; the
  *    resync is full if the table asked for a full one or said
  *    SPLIT_BRAIN_FULL.
- * 3. Split-brain policies: on SPLIT_BRAIN (and, with always_asbp, on
- *    SPLIT_BRAIN_FULL, then with a full resync) the after-sb option for
- *    the number of primaries (0, 1 or 2) picks the side that loses its
- *    changes, or leaves the split brain unresolved.
+ * 3. Split-brain policies: on SPLIT_BRAIN the after-sb option for the
+ *    number of primaries (0, 1 or 2) picks the side that loses its
+ *    changes, or leaves the split brain unresolved.  (Not on
+ *    SPLIT_BRAIN_FULL: DRBD's always-asbp, which would apply them there,
+ *    is not offered.)
  * 4. discard-my-data: if still unresolved and exactly one side has the
  *    operator's discard-my-data flag, that side is target.  (DRBD does
  *    a bitmap-based resync here even for rule 100; we do a full one.)
  * 5. Still unresolved: SPLIT_BRAIN, the caller disconnects.
  * 6. Refusals: a sync source whose disk is Inconsistent (no good data
  *    to send), and a primary with Consistent or better data that would
- *    become sync target (its users would see data change under them),
- *    unless rr_conflict_violently says so.
+ *    become sync target (its users would see data change under them;
+ *    DRBD's rr-conflict=violently, which allows it, is not offered).
  *
  * The defaults (a zeroed DrbdHandshakeConfig) never resolve a split
  * brain: every after-sb option is disconnect.
@@ -252,8 +253,6 @@ typedef struct DrbdHandshakeConfig {
     DrbdAfterSbPolicy after_sb_0pri;
     DrbdAfterSbPolicy after_sb_1pri;
     DrbdAfterSbPolicy after_sb_2pri;
-    bool always_asbp;           /* apply the policies to rule 100 too */
-    bool rr_conflict_violently; /* let a primary become sync target */
 } DrbdHandshakeConfig;
 
 typedef struct DrbdHandshakeResult {
@@ -332,7 +331,7 @@ bool drbd_after_sb_policies_compatible(DrbdAfterSbPolicy self,
 /*
  * Check, when the nodes exchange their options, that the handshake on
  * both will reach mirrored decisions: the three after-sb options
- * compatible, always_asbp and rr_conflict_violently equal.  Fails with
+ * compatible.  Fails with
  * -EINVAL and @errp set, naming the option that differs.
  */
 int drbd_handshake_config_compatible(const DrbdHandshakeConfig *self,

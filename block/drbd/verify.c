@@ -80,32 +80,6 @@ static void drbd_verify_wake(DrbdPeer *peer, Coroutine **waiter)
 }
 
 /*
- * Read [@offset, @offset + @bytes) of the local disk and put the digest
- * of each 4 KiB block in @digests (drbd_ov_blocks(@bytes) of the
- * verify-alg's size).  The caller holds the range against concurrent writes.
- */
-static int coroutine_fn drbd_verify_read(BDRVDrbdState *s, uint64_t offset,
-                                         uint32_t bytes, uint8_t *digests,
-                                         Error **errp)
-{
-    uint8_t *buf = drbd_chunk_buf_get(s);
-    int ret;
-
-    ret = drbd_co_read_local(s, offset, bytes, buf);
-    if (ret == -ECANCELED) {
-        error_setg(errp, "the node is closing");
-    } else if (ret < 0) {
-        error_setg_errno(errp, -ret, "reading %" PRIu32 " bytes at %"
-                         PRIu64 " failed", bytes, offset);
-    } else {
-        ret = drbd_block_digests(s->conn.verify_alg, buf, bytes, digests,
-                                 errp);
-    }
-    drbd_chunk_buf_put(s, buf);
-    return ret;
-}
-
-/*
  * The source learnt the outcome of one request: @mismatch, or that it
  * failed (@error, which the verify then stops with)
  */
@@ -150,40 +124,22 @@ static void drbd_verify_account(DrbdPeer *peer, uint64_t offset,
 }
 
 /*
- * A range read in the order the receiver applies writes: the writes
- * received before the packet that asked for it are on disk, the ones
- * after it wait (peer->apply_reqs)
+ * A range compared in the order the receiver applies writes: as a
+ * target, answer with the result (@opaque non-NULL); as the source,
+ * account for it
  */
-typedef struct DrbdOvInOrder {
-    DrbdPeer *peer;
-    BlockReq req;
-    DrbdOvPacket p;             /* digests point into @digests */
-    uint8_t *digests;           /* the anchor's */
-    bool reply;                 /* a target: answer with the result */
-} DrbdOvInOrder;
-
-static void coroutine_fn drbd_verify_in_order_co(void *opaque)
+static void coroutine_fn drbd_verify_compared(DrbdPeer *peer,
+                                              const DrbdOvPacket *p, int ret,
+                                              uint64_t mismatch, Error *err,
+                                              void *opaque)
 {
-    DrbdOvInOrder *io = opaque;
-    DrbdPeer *peer = io->peer;
     BDRVDrbdState *s = peer->s;
-    size_t dsize = drbd_digest_size(s->conn.verify_alg);
-    g_autofree uint8_t *mine = g_malloc(DRBD_OV_MAX_BLOCKS * dsize);
-    uint64_t mismatch = 0;
-    Error *err = NULL;
-    int ret;
+    bool reply = opaque;
 
-    ret = drbd_verify_read(s, io->p.offset, io->p.bytes, mine, &err);
-    if (ret == 0) {
-        mismatch = drbd_block_digests_differ(mine, io->digests,
-                                             io->p.bytes, dsize);
-    }
-    reqlist_remove_req(&io->req);
-
-    if (io->reply) {
+    if (reply) {
         g_autoptr(GByteArray) pkt = g_byte_array_new();
         DrbdOvPacket r = {
-            .offset = io->p.offset, .id = io->p.id, .bytes = io->p.bytes,
+            .offset = p->offset, .id = p->id, .bytes = p->bytes,
             .flags = ret < 0 ? DRBD_OV_SKIPPED : DRBD_OV_RESULT,
             .mismatch = mismatch,
         };
@@ -199,35 +155,18 @@ static void coroutine_fn drbd_verify_in_order_co(void *opaque)
         qemu_mutex_unlock(&s->lock);
         drbd_verify_wake(peer, &peer->ov_serve_waiter);
     } else {
-        drbd_verify_account(peer, io->p.offset, io->p.bytes, mismatch,
+        drbd_verify_account(peer, p->offset, p->bytes, mismatch,
                             ret < 0 ? error_get_pretty(err) : NULL);
     }
     error_free(err);
-    g_free(io->digests);
-    g_free(io);
-    drbd_peer_put(peer);
 }
 
-/*
- * Read and compare @p's range against @p's digests once the writes
- * before it are applied; called by the data receiver, which waits here
- * for them (as it does for an overlapping write)
- */
 static void coroutine_fn drbd_verify_in_order(DrbdPeer *peer,
                                               const DrbdOvPacket *p,
                                               bool reply)
 {
-    DrbdOvInOrder *io = g_new0(DrbdOvInOrder, 1);
-    size_t len = (size_t)drbd_ov_blocks(p->bytes) * p->digest_size;
-
-    io->peer = peer;
-    io->p = *p;
-    io->digests = g_memdup2(p->digests, len);
-    io->p.digests = io->digests;
-    io->reply = reply;
-    reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
-    reqlist_init_req(&peer->apply_reqs, &io->req, p->offset, p->bytes);
-    drbd_peer_spawn_here(peer, drbd_verify_in_order_co, io);
+    drbd_compare_in_order(peer, peer->s->conn.verify_alg, p,
+                          drbd_verify_compared, reply ? peer : NULL);
 }
 
 /*
@@ -246,7 +185,8 @@ static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
 
     drbd_co_hold_range(s, &req, out->offset, out->bytes);
 
-    ret = drbd_verify_read(s, out->offset, out->bytes, digests, errp);
+    ret = drbd_read_digests(s, s->conn.verify_alg, out->offset, out->bytes,
+                            digests, errp);
     if (ret == 0) {
         out->flags |= DRBD_OV_DIGESTS;
         out->digests = digests;

@@ -506,7 +506,6 @@ static void test_handshake_disk_state(void)
 static void test_handshake_refusals(void)
 {
     DrbdHandshakeSide a, b;
-    DrbdHandshakeConfig cfg = { .rr_conflict_violently = true };
     DrbdHandshakeResult res;
 
     /* both Inconsistent, and the UUIDs make one of them the source */
@@ -521,8 +520,6 @@ static void test_handshake_refusals(void)
     b.primary = true;
     g_assert_cmpint(handshake(&a, &b, false, &default_cfg, &res), ==,
                     DRBD_SYNC_PRIMARY_TARGET);
-    g_assert_cmpint(handshake(&a, &b, false, &cfg, &res), ==,
-                    DRBD_SYNC_SOURCE);
     /* unless its data is not worth keeping anyway */
     b.disk = DRBD_HS_DISK_OUTDATED;
     g_assert_cmpint(handshake(&a, &b, false, &default_cfg, &res), ==,
@@ -733,9 +730,6 @@ static void test_sb_1pri(void)
     check_sb(&c, DRBD_SYNC_TARGET, RESOLVED);
     c.self_changes = 9;
     check_sb(&c, DRBD_SYNC_PRIMARY_TARGET, RESOLVED);
-    c.cfg.rr_conflict_violently = true;
-    check_sb(&c, DRBD_SYNC_SOURCE, RESOLVED);
-    c.cfg.rr_conflict_violently = false;
     c.cfg.after_sb_0pri = DRBD_ASB_DISCONNECT;
     check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
     c.cfg.after_sb_0pri = DRBD_ASB_DISCARD_ZERO_CHANGES;
@@ -764,16 +758,17 @@ static void test_sb_2pri(void)
     c.cfg.after_sb_2pri = DRBD_ASB_DISCONNECT;
     check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
 
-    /* violently-as0p: one primary loses, if rr-conflict lets it */
+    /*
+     * violently-as0p: 0pri picks a loser, but a primary never becomes
+     * sync target (rr-conflict=violently is not offered)
+     */
     c.cfg.after_sb_2pri = DRBD_ASB_VIOLENTLY_AS0P;
     check_sb(&c, DRBD_SYNC_PRIMARY_TARGET, RESOLVED);
-    c.cfg.rr_conflict_violently = true;
-    check_sb(&c, DRBD_SYNC_SOURCE, RESOLVED);
-    g_assert_cmpint(run_sb(&c, &res), ==, DRBD_SYNC_SOURCE);
+    g_assert_cmpint(run_sb(&c, &res), ==, DRBD_SYNC_PRIMARY_TARGET);
     g_assert_cmpint(res.policy, ==, DRBD_ASB_VIOLENTLY_AS0P);
     g_assert_cmpint(res.primaries, ==, 2);
     c.self_changes = 1;
-    check_sb(&c, DRBD_SYNC_TARGET, RESOLVED);
+    check_sb(&c, DRBD_SYNC_PRIMARY_TARGET, RESOLVED);
     c.cfg.after_sb_0pri = DRBD_ASB_DISCONNECT;
     check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
 }
@@ -788,7 +783,6 @@ static void test_sb_invalid_policies(void)
             SbCase c = {
                 .self_primary = pri >= 1, .peer_primary = pri >= 2,
                 .self_changes = 9, .peer_changes = 5,
-                .cfg.rr_conflict_violently = true,
                 /* what consensus or violently-as0p would apply */
                 .cfg.after_sb_0pri = DRBD_ASB_DISCARD_LEAST_CHANGES,
             };
@@ -817,13 +811,9 @@ static void test_sb_full(void)
         .cfg.after_sb_0pri = DRBD_ASB_DISCARD_LEAST_CHANGES,
     };
 
-    /* without always-asbp the policies stay out of it */
+    /* the policies stay out of it (DRBD's always-asbp is not offered) */
     check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
-    c.cfg.always_asbp = true;
-    check_sb(&c, DRBD_SYNC_FULL_TARGET, RESOLVED);
     c.self_changes = 6;
-    check_sb(&c, DRBD_SYNC_FULL_SOURCE, RESOLVED);
-    c.cfg.after_sb_0pri = DRBD_ASB_DISCONNECT;
     check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
 }
 
@@ -1002,22 +992,8 @@ static void test_config_compatible(void)
     error_free(err);
     err = NULL;
     b.after_sb_2pri = a.after_sb_2pri;
-
-    b.always_asbp = true;
-    g_assert_cmpint(drbd_handshake_config_compatible(&a, &b, &err), ==,
-                    -EINVAL);
-    g_assert_cmpstr(error_get_pretty(err), ==,
-                    "always-asbp is off here but on on the peer; set it "
-                    "alike on both nodes");
-    error_free(err);
-    err = NULL;
-    b.always_asbp = false;
-
-    b.rr_conflict_violently = true;
-    g_assert_cmpint(drbd_handshake_config_compatible(&a, &b, &err), ==,
-                    -EINVAL);
-    g_assert_nonnull(strstr(error_get_pretty(err), "rr-conflict"));
-    error_free(err);
+    g_assert_cmpint(drbd_handshake_config_compatible(&a, &b, &error_abort),
+                    ==, 0);
 }
 
 static void test_names(void)
@@ -1323,7 +1299,6 @@ static void test_life_split_brain(void)
         .after_sb_0pri = DRBD_ASB_DISCARD_YOUNGER_PRIMARY,
         .after_sb_1pri = DRBD_ASB_VIOLENTLY_AS0P,
         .after_sb_2pri = DRBD_ASB_VIOLENTLY_AS0P,
-        .rr_conflict_violently = true,
     };
     DrbdHandshakeResult res;
 
@@ -1345,7 +1320,11 @@ static void test_life_split_brain(void)
                     DRBD_SYNC_SPLIT_BRAIN);
     g_assert_cmpint(res.rule, ==, 90);
     g_assert_cmpint(res.resolution, ==, DRBD_SB_UNRESOLVED);
-    /* the younger primary (b) loses */
+    /* the younger primary (b) would lose, but it is primary still */
+    g_assert_cmpint(handshake(&sa, &sb, false, &cfg, &res), ==,
+                    DRBD_SYNC_PRIMARY_TARGET);
+    /* both demoted first: the younger primary (b) loses */
+    sa.primary = sb.primary = false;
     g_assert_cmpint(handshake(&sa, &sb, false, &cfg, &res), ==,
                     DRBD_SYNC_SOURCE);
     cfg.after_sb_0pri = DRBD_ASB_DISCARD_OLDER_PRIMARY;
@@ -1740,13 +1719,11 @@ static void test_simulation(void)
         {
             .after_sb_0pri = DRBD_ASB_DISCARD_YOUNGER_PRIMARY,
             .after_sb_1pri = DRBD_ASB_CONSENSUS,
-            .always_asbp = true,
         },
         {
             .after_sb_0pri = DRBD_ASB_DISCARD_ZERO_CHANGES,
             .after_sb_1pri = DRBD_ASB_VIOLENTLY_AS0P,
             .after_sb_2pri = DRBD_ASB_VIOLENTLY_AS0P,
-            .rr_conflict_violently = true,
         },
         {
             .after_sb_0pri = DRBD_ASB_DISCARD_OLDER_PRIMARY,

@@ -1,0 +1,331 @@
+/*
+ * DRBD-style replication: digests of data
+ *
+ * The digests that data-integrity-alg puts on replicated writes, that
+ * online verify (verify-alg) and checksum-based resync (csums-alg)
+ * compute per 4 KiB block, and the comparison of a range of our data
+ * with the digests the peer sent for it, in the order of the writes the
+ * peer sent before (the one thing here that does I/O).
+ *
+ * Copyright (c) 2026 The qemu-drbd authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "crypto/hash.h"
+#include "qapi/error.h"
+#include "qemu/crc32c.h"
+#include "trace.h"
+
+#include "drbd-int.h"
+
+#ifdef HOST_X86_64
+#include <nmmintrin.h>
+
+/* CRC-32C with SSE4.2's crc32 instruction: QEMU's crc32c(), faster */
+static uint32_t __attribute__((target("sse4.2")))
+drbd_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
+{
+    uint64_t c = crc;
+
+    for (; len && ((uintptr_t)p & 7); len--) {
+        c = _mm_crc32_u8(c, *p++);
+    }
+    for (; len >= 8; len -= 8, p += 8) {
+        c = _mm_crc32_u64(c, ldq_le_p(p));
+    }
+    for (; len; len--) {
+        c = _mm_crc32_u8(c, *p++);
+    }
+    return c;
+}
+#endif
+
+/*
+ * As QEMU's iov_crc32c() (whose value the wire carries), with the
+ * hardware's CRC-32C where the CPU has one: the table-driven crc32c()
+ * digests a few hundred MiB/s, slower than the link a resync or verify
+ * could use
+ */
+uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov)
+{
+    uint32_t crc = 0xffffffff;
+#ifdef HOST_X86_64
+    static int hw = -1;
+
+    if (hw < 0) {
+        hw = __builtin_cpu_supports("sse4.2");
+    }
+#endif
+
+    /* crc32c() inverts what it returns; the instruction does not */
+    for (; niov; niov--, iov++) {
+#ifdef HOST_X86_64
+        if (hw) {
+            crc = drbd_crc32c_sse42(crc, iov->iov_base, iov->iov_len);
+            continue;
+        }
+#endif
+        crc = crc32c(crc, iov->iov_base, iov->iov_len) ^ 0xffffffff;
+    }
+    return crc ^ 0xffffffff;
+}
+
+/* The hash behind each DRBD_DIGEST_* but crc32c, QEMU's own */
+static const struct {
+    uint32_t digest;
+    QCryptoHashAlgo alg;
+} drbd_hash_algs[] = {
+    { DRBD_DIGEST_MD5,          QCRYPTO_HASH_ALGO_MD5 },
+    { DRBD_DIGEST_SHA1,         QCRYPTO_HASH_ALGO_SHA1 },
+    { DRBD_DIGEST_SHA224,       QCRYPTO_HASH_ALGO_SHA224 },
+    { DRBD_DIGEST_SHA256,       QCRYPTO_HASH_ALGO_SHA256 },
+    { DRBD_DIGEST_SHA384,       QCRYPTO_HASH_ALGO_SHA384 },
+    { DRBD_DIGEST_SHA512,       QCRYPTO_HASH_ALGO_SHA512 },
+    { DRBD_DIGEST_RIPEMD160,    QCRYPTO_HASH_ALGO_RIPEMD160 },
+};
+
+bool drbd_digest_hash_alg(uint32_t digest, QCryptoHashAlgo *alg)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(drbd_hash_algs); i++) {
+        if (drbd_hash_algs[i].digest == digest) {
+            *alg = drbd_hash_algs[i].alg;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool drbd_digest_of_hash(QCryptoHashAlgo alg, uint32_t *digest)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(drbd_hash_algs); i++) {
+        if (drbd_hash_algs[i].alg == alg) {
+            *digest = drbd_hash_algs[i].digest;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The QAPI's digest algorithms as the wire names them */
+static const uint32_t drbd_digest_of_qapi[DRBD_DIGEST_ALG__MAX] = {
+    [DRBD_DIGEST_ALG_CRC32C]    = DRBD_DIGEST_CRC32C,
+    [DRBD_DIGEST_ALG_MD5]       = DRBD_DIGEST_MD5,
+    [DRBD_DIGEST_ALG_SHA1]      = DRBD_DIGEST_SHA1,
+    [DRBD_DIGEST_ALG_SHA224]    = DRBD_DIGEST_SHA224,
+    [DRBD_DIGEST_ALG_SHA256]    = DRBD_DIGEST_SHA256,
+    [DRBD_DIGEST_ALG_SHA384]    = DRBD_DIGEST_SHA384,
+    [DRBD_DIGEST_ALG_SHA512]    = DRBD_DIGEST_SHA512,
+    [DRBD_DIGEST_ALG_RIPEMD160] = DRBD_DIGEST_RIPEMD160,
+};
+
+uint32_t drbd_digest_of_alg(DrbdDigestAlg alg)
+{
+    assert(alg < DRBD_DIGEST_ALG__MAX);
+    return drbd_digest_of_qapi[alg];
+}
+
+/* Bytes of a DRBD_DIGEST_* digest, 0 for none or one we cannot compute */
+size_t drbd_digest_size(uint32_t digest)
+{
+    QCryptoHashAlgo alg;
+
+    if (digest == DRBD_DIGEST_CRC32C) {
+        return 4;
+    }
+    if (!drbd_digest_hash_alg(digest, &alg) || !qcrypto_hash_supports(alg)) {
+        return 0;
+    }
+    return qcrypto_hash_digest_len(alg);
+}
+
+/*
+ * The @digest of the data in @iov into @out (drbd_digest_size() bytes);
+ * crc32c is CRC-32C as iSCSI's, big-endian
+ */
+int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
+                    uint8_t *out, Error **errp)
+{
+    size_t len = drbd_digest_size(digest);
+    QCryptoHashAlgo alg;
+
+    if (!len) {
+        error_setg(errp, "cannot compute a %s digest",
+                   drbd_digest_name(digest));
+        return -EINVAL;
+    }
+    if (digest == DRBD_DIGEST_CRC32C) {
+        stl_be_p(out, drbd_crc32c_iov(iov, niov));
+        return len;
+    }
+    drbd_digest_hash_alg(digest, &alg);
+    if (qcrypto_hash_bytesv(alg, iov, niov, &out, &len, errp) < 0) {
+        return -EIO;
+    }
+    return len;
+}
+
+int drbd_block_digests(uint32_t digest, const uint8_t *buf, uint32_t bytes,
+                       uint8_t *out, Error **errp)
+{
+    size_t dsize = drbd_digest_size(digest);
+    uint32_t i;
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        struct iovec iov = {
+            .iov_base = (uint8_t *)buf + i * DRBD_OV_BLOCK,
+            .iov_len = MIN(DRBD_OV_BLOCK, bytes - i * DRBD_OV_BLOCK),
+        };
+
+        if (drbd_digest_iov(digest, &iov, 1, out + i * dsize, errp) < 0) {
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+uint64_t drbd_block_digests_differ(const uint8_t *mine,
+                                   const uint8_t *theirs, uint32_t bytes,
+                                   size_t dsize)
+{
+    uint64_t mask = 0;
+    uint32_t i;
+
+    for (i = 0; i < drbd_ov_blocks(bytes); i++) {
+        if (memcmp(mine + i * dsize, theirs + i * dsize, dsize)) {
+            mask |= 1ULL << i;
+        }
+    }
+    return mask;
+}
+
+int drbd_digest_attach(uint32_t alg, DrbdDataPacket *p,
+                       const struct iovec *iov, size_t niov, uint8_t *buf,
+                       Error **errp)
+{
+    int len;
+
+    if (alg == DRBD_DIGEST_NONE) {
+        return 0;
+    }
+    len = drbd_digest_iov(alg, iov, niov, buf, errp);
+    if (len < 0) {
+        return len;
+    }
+    p->digest = buf;
+    p->digest_len = len;
+    return 0;
+}
+
+int drbd_check_integrity(uint32_t alg, uint16_t cmd, const DrbdDataPacket *p,
+                         Error **errp)
+{
+    uint8_t digest[DRBD_WIRE_DIGEST_MAX];
+    struct iovec iov = { (void *)p->data, p->bytes };
+    int len;
+
+    if (alg == DRBD_DIGEST_NONE) {
+        if (p->digest_len) {
+            error_setg(errp, "%s packet carries a digest, but "
+                       "data-integrity-alg is not set",
+                       drbd_cmd_name(cmd));
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (p->digest_len != drbd_digest_size(alg)) {
+        error_setg(errp, "%s packet carries a digest of %" PRIu32 " bytes, "
+                   "data-integrity-alg %s has %zu", drbd_cmd_name(cmd),
+                   p->digest_len, drbd_digest_name(alg),
+                   drbd_digest_size(alg));
+        return -EINVAL;
+    }
+    len = drbd_digest_iov(alg, &iov, 1, digest, errp);
+    if (len < 0) {
+        return len;
+    }
+    if (memcmp(digest, p->digest, len) != 0) {
+        error_setg(errp, "%s at offset %" PRIu64 " (%" PRIu32 " bytes) does "
+                   "not match its %s digest", drbd_cmd_name(cmd), p->offset,
+                   p->bytes, drbd_digest_name(alg));
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+int coroutine_fn drbd_read_digests(BDRVDrbdState *s, uint32_t alg,
+                                   uint64_t offset, uint32_t bytes,
+                                   uint8_t *digests, Error **errp)
+{
+    uint8_t *buf = drbd_chunk_buf_get(s);
+    int ret;
+
+    ret = drbd_co_read_local(s, offset, bytes, buf);
+    if (ret == -ECANCELED) {
+        error_setg(errp, "the node is closing");
+    } else if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading %" PRIu32 " bytes at %"
+                         PRIu64 " failed", bytes, offset);
+    } else {
+        ret = drbd_block_digests(alg, buf, bytes, digests, errp);
+    }
+    drbd_chunk_buf_put(s, buf);
+    return ret;
+}
+
+/* A comparison on its way: its range is in peer->apply_reqs */
+typedef struct DrbdCompare {
+    DrbdPeer *peer;
+    uint32_t alg;
+    DrbdOvPacket p;             /* digests point into @digests */
+    uint8_t *digests;           /* the peer's */
+    BlockReq req;
+    DrbdCompareDone *done;
+    void *opaque;
+} DrbdCompare;
+
+static void coroutine_fn drbd_compare_co(void *opaque)
+{
+    DrbdCompare *c = opaque;
+    DrbdPeer *peer = c->peer;
+    size_t dsize = drbd_digest_size(c->alg);
+    g_autofree uint8_t *mine = g_malloc(drbd_ov_blocks(c->p.bytes) * dsize);
+    uint64_t mismatch = 0;
+    Error *err = NULL;
+    int ret;
+
+    ret = drbd_read_digests(peer->s, c->alg, c->p.offset, c->p.bytes, mine,
+                            &err);
+    if (ret == 0) {
+        mismatch = drbd_block_digests_differ(mine, c->digests, c->p.bytes,
+                                             dsize);
+    }
+    /* The writes after it may go */
+    reqlist_remove_req(&c->req);
+    c->done(peer, &c->p, ret, mismatch, err, c->opaque);
+    g_free(c->digests);
+    g_free(c);
+    drbd_peer_put(peer);
+}
+
+void coroutine_fn drbd_compare_in_order(DrbdPeer *peer, uint32_t alg,
+                                        const DrbdOvPacket *p,
+                                        DrbdCompareDone *done, void *opaque)
+{
+    DrbdCompare *c = g_new0(DrbdCompare, 1);
+
+    assert(p->digest_size == drbd_digest_size(alg));
+    c->peer = peer;
+    c->alg = alg;
+    c->p = *p;
+    c->digests = g_memdup2(p->digests,
+                           (size_t)drbd_ov_blocks(p->bytes) * p->digest_size);
+    c->p.digests = c->digests;
+    c->done = done;
+    c->opaque = opaque;
+    /* After the writes received before it; the ones after it wait */
+    reqlist_wait_all(&peer->apply_reqs, p->offset, p->bytes, NULL);
+    reqlist_init_req(&peer->apply_reqs, &c->req, p->offset, p->bytes);
+    drbd_peer_spawn_here(peer, drbd_compare_co, c);
+}
