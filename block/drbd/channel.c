@@ -295,11 +295,11 @@ static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
     int i;
 
     qemu_mutex_lock(&s->lock);
-    if (peer->broken) {
+    if (qatomic_read(&peer->broken)) {
         qemu_mutex_unlock(&s->lock);
         return;
     }
-    peer->broken = true;
+    qatomic_set(&peer->broken, true);
     peer->broken_reason = g_strdup_vprintf(fmt, ap);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_fail(peer->s->bs, peer->broken_reason);
@@ -379,7 +379,7 @@ DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s)
 {
     DrbdPeer *peer = s->conn.peer;
 
-    if (peer && peer->broken) {
+    if (peer && qatomic_read(&peer->broken)) {
         peer = NULL;
     }
 
@@ -411,7 +411,7 @@ void drbd_peer_put(DrbdPeer *peer)
 
     qemu_mutex_lock(&s->lock);
     assert(peer->running > 0);
-    if (--peer->running == 0 && peer->broken) {
+    if (--peer->running == 0 && qatomic_read(&peer->broken)) {
         co = peer->teardown_waiter;
         peer->teardown_waiter = NULL;
     }
@@ -443,8 +443,8 @@ int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt)
     }
     out = queued ? queued : pkt;
     if (out && out->len) {
-        ret = peer->broken ? -EPIPE : drbd_write_packet(peer->meta, out,
-                                                         &err);
+        ret = qatomic_read(&peer->broken) ? -EPIPE :
+              drbd_write_packet(peer->meta, out, &err);
     }
     qemu_co_mutex_unlock(&peer->meta_send_lock);
     if (ret < 0 && err) {
@@ -492,7 +492,7 @@ void drbd_queue_meta(DrbdPeer *peer, const GByteArray *pkt)
         peer->meta_out = g_byte_array_new();
     }
     g_byte_array_append(peer->meta_out, pkt->data, pkt->len);
-    if (!peer->meta_flushing && !peer->broken) {
+    if (!peer->meta_flushing && !qatomic_read(&peer->broken)) {
         peer->meta_flushing = true;
         peer->running++;
         co = qemu_coroutine_create(drbd_meta_flusher, peer);
@@ -521,7 +521,8 @@ int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt)
     int ret;
 
     qemu_co_mutex_lock(&peer->data_send_lock);
-    ret = peer->broken ? -EPIPE : drbd_write_packet(peer->data, pkt, &err);
+    ret = qatomic_read(&peer->broken) ? -EPIPE :
+          drbd_write_packet(peer->data, pkt, &err);
     qemu_co_mutex_unlock(&peer->data_send_lock);
     if (err) {
         drbd_peer_fail_err(peer, "data channel", err);

@@ -154,6 +154,7 @@ struct DrbdAccept {
     DrbdCandidate *cand[DRBD_MAX_CANDIDATES];   /* HELLO awaited */
     unsigned ncand;             /* slots taken */
     unsigned running;           /* candidate coroutines, evicted included */
+    Coroutine *waiter;          /* the acceptor, waiting for them to end */
     uint64_t seq;
 };
 
@@ -229,8 +230,15 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
     object_unref(OBJECT(c->sioc));
     acc->running--;
     g_free(c);
-    /* The acceptor looks again */
-    qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
+    /* The acceptor looks again, or counts those left */
+    if (acc->waiter) {
+        Coroutine *co = acc->waiter;
+
+        acc->waiter = NULL;
+        aio_co_wake(co);
+    } else {
+        qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
+    }
 }
 
 /* Cut every candidate short: each ends at its next read */
@@ -269,6 +277,36 @@ static unsigned drbd_evict_candidate(DrbdAccept *acc)
     return victim->slot;
 }
 
+/*
+ * End every candidate, and wait for the last: they hold a pointer to
+ * @acc.  New connections wait meanwhile (a flood of them must not keep
+ * the acceptor from ever seeing the last candidate go).
+ */
+static void coroutine_fn drbd_end_candidates(DrbdAccept *acc)
+{
+    drbd_cut_candidates(acc);
+    while (acc->running) {
+        acc->waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+    }
+}
+
+/* Between two waits: follow the node to its new context, if it moved */
+static void coroutine_fn drbd_accept_follow(BDRVDrbdState *s,
+                                            DrbdAccept *acc)
+{
+    bool moving;
+
+    qemu_mutex_lock(&s->lock);
+    moving = s->ctx != qemu_get_current_aio_context();
+    qemu_mutex_unlock(&s->lock);
+    if (moving) {
+        /* The candidates would stay behind: end them first */
+        drbd_end_candidates(acc);
+    }
+    drbd_co_rehome(s);
+}
+
 /* Accept connections until we hold a data and a meta channel */
 static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
                                              QIOChannel **data,
@@ -276,42 +314,30 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
                                              Error **errp)
 {
     DrbdAccept acc = { .s = s };
-    bool stop = false;
+    unsigned burst = 0;
 
-    for (;;) {
+    while (!qatomic_read(&s->closing) && !(acc.data && acc.meta)) {
         QIOChannelSocket *sioc;
         DrbdCandidate *c;
         unsigned slot;
 
-        stop = stop || qatomic_read(&s->closing) ||
-               (acc.data && acc.meta);
-        if (stop) {
-            /* The candidates left hold a pointer to us: end them first */
-            drbd_cut_candidates(&acc);
-            if (!acc.running) {
-                break;
-            }
+        if (burst == DRBD_MAX_CANDIDATES) {
+            /* A flood of connections: let the rest of the context run */
+            burst = 0;
+            aio_co_schedule(qemu_get_current_aio_context(),
+                            qemu_coroutine_self());
+            qemu_coroutine_yield();
+            drbd_accept_follow(s, &acc);
+            continue;
         }
         sioc = qio_channel_socket_accept(s->conn.listener, NULL);
         if (!sioc) {
-            bool moving;
-
+            burst = 0;
             qio_channel_yield(QIO_CHANNEL(s->conn.listener), G_IO_IN);
-            qemu_mutex_lock(&s->lock);
-            moving = s->ctx != qemu_get_current_aio_context();
-            qemu_mutex_unlock(&s->lock);
-            if (moving && acc.running) {
-                /* The candidates would stay behind: end them first */
-                drbd_cut_candidates(&acc);
-                continue;
-            }
-            drbd_co_rehome(s);
+            drbd_accept_follow(s, &acc);
             continue;
         }
-        if (stop) {
-            object_unref(OBJECT(sioc));
-            continue;
-        }
+        burst++;
         if (acc.ncand == DRBD_MAX_CANDIDATES) {
             slot = drbd_evict_candidate(&acc);
         } else {
@@ -335,6 +361,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
          */
         qemu_coroutine_enter(qemu_coroutine_create(drbd_candidate_co, c));
     }
+    drbd_end_candidates(&acc);
 
     if (qatomic_read(&s->closing) || !acc.data || !acc.meta) {
         g_clear_pointer(&acc.data, object_unref);
@@ -390,7 +417,7 @@ static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
             *errp = NULL;
             error_setg(errp, "the peer did not go on with the handshake "
                        "within ping-timeout");
-        } else if (s->closing && !*errp) {
+        } else if (qatomic_read(&s->closing) && !*errp) {
             error_setg(errp, "closing");
         }
         drbd_peer_free(peer);
@@ -435,7 +462,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     s->conn.tx_seq = 0;
     s->conn.done_seq = 0;
     g_clear_pointer(&s->last_error, g_free);
-    if (s->closing) {
+    if (qatomic_read(&s->closing)) {
         qemu_mutex_unlock(&s->lock);
         drbd_peer_fail(peer, "the node is closing");
         qemu_mutex_lock(&s->lock);
@@ -476,7 +503,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
 
     /* The last reference dropped after the break wakes us */
     qemu_mutex_lock(&s->lock);
-    while (peer->running > 0 || !peer->broken) {
+    while (peer->running > 0 || !qatomic_read(&peer->broken)) {
         peer->teardown_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
@@ -484,7 +511,7 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     }
     s->conn.peer = NULL;
     /* Unacked resync chunks: their bits stay set, resent later */
-    s->conn.pe -= g_hash_table_size(peer->resync_chunks);
+    qatomic_sub(&s->conn.pe, g_hash_table_size(peer->resync_chunks));
     drbd_tl_connection_lost_locked(s);
     /* A primary writes on without its peer: a new data generation */
     drbd_uuids_get_locked(s, &u);
@@ -691,7 +718,7 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
     }
 
     qemu_mutex_lock(&s->lock);
-    s->closing = false;
+    qatomic_set(&s->closing, false);
     s->conn.conn_sleep.stopped = false;
     s->ctx = bdrv_get_aio_context(s->bs);
     qemu_mutex_unlock(&s->lock);

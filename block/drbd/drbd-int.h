@@ -21,6 +21,7 @@
 #include "qemu/hbitmap.h"
 #include "qemu/queue.h"
 #include "qemu/ratelimit.h"
+#include "qemu/stats64.h"
 #include "qemu/thread.h"
 
 #include "al-cache.h"
@@ -130,7 +131,8 @@ typedef struct DrbdPeer {
     GByteArray *meta_out;       /* queued for the meta channel */
     bool meta_flushing;         /* a flusher will send meta_out */
     Coroutine *teardown_waiter; /* the manager, waiting for the last one */
-    bool broken;                /* teardown has started */
+    bool broken;                /* teardown started: set under s->lock,
+                                   read with qatomic_read() */
     char *broken_reason;
 
     /* What the peer said in the handshake */
@@ -332,10 +334,14 @@ typedef struct DrbdConnection {
     bool job_paused[DRBD_JOB__MAX];
     unsigned job_bhs;
 
-    /* Counters for query-drbd: bytes sent and received, requests */
-    uint64_t ns, nr;
-    uint64_t same_csum;             /* resync bytes checksums proved equal */
+    /*
+     * Counters for query-drbd, updated and read without s->lock: bytes
+     * sent and received, requests waiting for the peer (pe) and received
+     * but not acked yet (ua), qatomic_*
+     */
+    Stat64 ns, nr;
     uint32_t pe, ua;
+    uint64_t same_csum;             /* resync bytes checksums proved equal */
 
     /* The connection manager's (conn.c), which runs in the node's ctx */
     QIOChannelSocket *listener;
@@ -346,6 +352,26 @@ typedef struct DrbdConnection {
     Coroutine *conn_co;         /* the connection manager */
     DrbdSleep conn_sleep;
 } DrbdConnection;
+
+/*
+ * The node's locks, outermost first: who holds one may take only those
+ * below it.
+ *
+ *   s->auto_lock (CoMutex)        one auto-promotion at a time (role.c)
+ *   s->conn.state_req_lock        one STATE_REQ in flight (role.c)
+ *     (CoMutex)
+ *   s->reqs_lock (CoMutex)        s->active_reqs: guest writes against
+ *                                 resync chunks on the same blocks
+ *   peer->data_send_lock,         one sender per channel (channel.c)
+ *   peer->meta_send_lock (CoMutex)
+ *   s->lock (QemuMutex)           every field documented "under s->lock";
+ *                                 never held across a yield or I/O
+ *
+ * Fields outside these are owned otherwise, as their comments say: by
+ * one coroutine or AioContext (the data receiver's apply state, the
+ * connection manager's), atomic (the counters, closing, broken), or
+ * fixed at open.
+ */
 
 struct BDRVDrbdState {
     BlockDriverState *bs;
@@ -439,16 +465,20 @@ struct BDRVDrbdState {
      */
     HBitmap *oos;
 
-    /* Counters for query-drbd, in bytes (info drbd shows KiB) */
-    uint64_t dw, dr;
-    /* Bytes the guest read and wrote, for c-min-rate */
-    uint64_t app_bytes;
+    /*
+     * Counters for query-drbd, updated and read without s->lock: bytes
+     * (info drbd shows KiB) written and read on the local disk, metadata
+     * transactions and bitmap blocks written, local requests and guest
+     * writes in flight (qatomic_*)
+     */
+    Stat64 dw, dr;
+    Stat64 al_writes, bm_writes;
+    uint32_t lo, ap;
+    /* Bytes the guest read and wrote, for c-min-rate (atomic) */
+    Stat64 app_bytes;
     /* Buffers for background reads, kept for reuse (home.c) */
     GSList *chunk_bufs;
     unsigned chunk_bufs_kept;
-    uint32_t lo, ap;
-    /* ... and in transactions and blocks written */
-    uint64_t al_writes, bm_writes;
 
     /*
      * Metadata (meta.c): none if md_child is NULL.  md is the superblock
@@ -485,7 +515,7 @@ struct BDRVDrbdState {
      * them.  Written under s->lock by the main loop on attach.
      */
     AioContext *ctx;
-    bool closing;               /* under s->lock */
+    bool closing;               /* set under s->lock; qatomic_read() */
 
     /* The drain gate (home.c): drained is atomic, drain_queue under lock */
     unsigned drained;           /* drained sections open on the node */

@@ -834,8 +834,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
                                 drbd_req_initial_state(s->conn.protocol,
                                     diskless || (flags & BDRV_REQ_FUA)),
                                 s->al && !diskless, peer);
-    s->ap++;
-    s->lo += !diskless;
+    qatomic_inc(&s->ap);
+    qatomic_add(&s->lo, !diskless);
     qemu_mutex_unlock(&s->lock);
 
     if (peer) {
@@ -846,14 +846,12 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (!diskless) {
         ret = drbd_co_write_local(bs, cmd, offset, bytes, qiov, qiov_offset,
                                   flags, &diskless);
-        qemu_mutex_lock(&s->lock);
-        s->lo--;
-        qemu_mutex_unlock(&s->lock);
+        qatomic_dec(&s->lo);
     }
 
     qemu_mutex_lock(&s->lock);
     if (cmd == DRBD_CMD_DATA && ret == 0 && !diskless) {
-        s->dw += bytes;
+        stat64_add(&s->dw, bytes);
     }
     if (ret == 0 && !diskless && s->whole_blocks && s->conn.peer &&
         s->conn.peer->sync_target && !(req->state & DRBD_RQ_NET_OOS)) {
@@ -878,8 +876,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (diskless) {
         ret = (req->state & DRBD_RQ_NET_OOS) ? -EIO : 0;
     }
-    s->app_bytes += ret == 0 ? bytes : 0;
-    s->ap--;
+    stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
+    qatomic_dec(&s->ap);
     drbd_tl_guest_done_locked(s, req);
     qemu_mutex_unlock(&s->lock);
 
@@ -992,7 +990,7 @@ static bool drbd_read_remote(BDRVDrbdState *s)
             remote = qatomic_fetch_inc(&s->read_turn) & 1;
             break;
         default:
-            remote = s->conn.pe < s->lo;
+            remote = qatomic_read(&s->conn.pe) < qatomic_read(&s->lo);
         }
     }
     qemu_mutex_unlock(&s->lock);
@@ -1014,14 +1012,10 @@ drbd_co_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
         return 0;
     }
     if (!qatomic_read(&s->detached)) {
-        qemu_mutex_lock(&s->lock);
-        s->lo++;
-        qemu_mutex_unlock(&s->lock);
+        qatomic_inc(&s->lo);
         ret = drbd_co_disk_read(s, offset, bytes, qiov, qiov_offset, flags);
-        qemu_mutex_lock(&s->lock);
-        s->lo--;
-        s->dr += ret == 0 ? bytes : 0;
-        qemu_mutex_unlock(&s->lock);
+        qatomic_dec(&s->lo);
+        stat64_add(&s->dr, ret == 0 ? bytes : 0);
         if (ret == 0) {
             return 0;
         }
@@ -1067,9 +1061,7 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
     }
     ret = drbd_co_read(s, offset, bytes, qiov, qiov_offset, flags);
     if (ret == 0) {
-        qemu_mutex_lock(&s->lock);
-        s->app_bytes += bytes;
-        qemu_mutex_unlock(&s->lock);
+        stat64_add(&s->app_bytes, bytes);
     }
     return ret;
 }
@@ -1137,7 +1129,7 @@ static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
     if (peer) {
         qemu_mutex_lock(&s->lock);
         /* A peer that detaches meanwhile has no disk to flush any more */
-        while (sent == 0 && !peer->broken &&
+        while (sent == 0 && !qatomic_read(&peer->broken) &&
                !drbd_disk_detached(s->conn.peer_disk) &&
                (int32_t)(s->conn.barrier_acked_upto - epoch) <= 0) {
             qemu_co_queue_wait(&s->conn.barrier_waiters, &s->lock);

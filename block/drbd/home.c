@@ -38,7 +38,7 @@ int coroutine_fn drbd_co_io_begin(BDRVDrbdState *s)
         /* A drained section began: it must not see this I/O */
         bdrv_dec_in_flight(s->bs);
         qemu_mutex_lock(&s->lock);
-        if (s->closing) {
+        if (qatomic_read(&s->closing)) {
             qemu_mutex_unlock(&s->lock);
             return -ECANCELED;
         }
@@ -72,9 +72,7 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
     if (ret < 0) {
         return ret;
     }
-    qemu_mutex_lock(&s->lock);
-    s->lo++;
-    qemu_mutex_unlock(&s->lock);
+    qatomic_inc(&s->lo);
 
     /* Bounded by disk-timeout, as the guest's reads are */
     qemu_iovec_init_buf(&qiov, buf, bytes);
@@ -82,10 +80,8 @@ int coroutine_fn drbd_co_read_local(BDRVDrbdState *s, int64_t offset,
     ret = drbd_co_disk_read(s, offset, bytes, &qiov, 0, 0);
     bdrv_graph_co_rdunlock();
 
-    qemu_mutex_lock(&s->lock);
-    s->lo--;
-    s->dr += ret == 0 ? bytes : 0;
-    qemu_mutex_unlock(&s->lock);
+    qatomic_dec(&s->lo);
+    stat64_add(&s->dr, ret == 0 ? bytes : 0);
     drbd_io_end(s);
     if (ret < 0) {
         /* A resync, a verify or a peer's read: on-io-error applies */
@@ -200,7 +196,7 @@ void drbd_drain_end_gate(BDRVDrbdState *s)
 void drbd_drain_gate_close(BDRVDrbdState *s)
 {
     qemu_mutex_lock(&s->lock);
-    s->closing = true;
+    qatomic_set(&s->closing, true);
     qemu_co_enter_all(&s->drain_queue, &s->lock);
     qemu_mutex_unlock(&s->lock);
 }

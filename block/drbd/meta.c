@@ -193,7 +193,7 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
             qemu_mutex_unlock(&s->lock);
             return ret;
         }
-        s->bm_writes++;
+        stat64_add(&s->bm_writes, 1);
         qemu_mutex_unlock(&s->lock);
     }
     return 0;
@@ -228,7 +228,7 @@ static int coroutine_fn drbd_bm_write_task_entry(AioTask *task)
     if (ret < 0) {
         set_bit(t->block, s->bm_dirty);
     } else {
-        s->bm_writes++;
+        stat64_add(&s->bm_writes, 1);
     }
     qemu_mutex_unlock(&s->lock);
     qemu_vfree(t->buf);
@@ -411,7 +411,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     } else {
         drbd_al_cache_commit(s->al);
         s->al_tr_number = tr->tr_number;
-        s->al_writes++;
+        stat64_add(&s->al_writes, 1);
     }
     s->al_writing = false;
     qemu_co_queue_restart_all(&s->al_queue);
@@ -473,7 +473,7 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
             break;
         }
         if (s->conn.epoch_needs_barrier && s->conn.peer &&
-            !s->conn.peer->broken) {
+            !qatomic_read(&s->conn.peer->broken)) {
             qemu_mutex_unlock(&s->lock);
             return -EAGAIN;
         }

@@ -219,9 +219,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
         ret = -EIO;
         goto done;
     }
-    qemu_mutex_lock(&s->lock);
-    s->lo++;
-    qemu_mutex_unlock(&s->lock);
+    qatomic_inc(&s->lo);
 
     bdrv_graph_co_rdlock();
     lacking = drbd_is_resync_write(a->cmd) && s->whole_blocks;
@@ -268,9 +266,9 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     bdrv_graph_co_rdunlock();
 
     qemu_mutex_lock(&s->lock);
-    s->lo--;
+    qatomic_dec(&s->lo);
     if (a->cmd == DRBD_CMD_DATA || a->cmd == DRBD_CMD_RS_DATA) {
-        s->dw += ret == 0 ? a->p.bytes : 0;
+        stat64_add(&s->dw, ret == 0 ? a->p.bytes : 0);
     }
     if (drbd_is_resync_write(a->cmd) && ret == 0 && !lacking) {
         drbd_oos_reset_locked(s, a->p.offset, a->p.bytes);
@@ -309,9 +307,7 @@ done:
         drbd_queue_meta(peer, acks);
     }
 
-    qemu_mutex_lock(&s->lock);
-    s->conn.ua--;
-    qemu_mutex_unlock(&s->lock);
+    qatomic_dec(&s->conn.ua);
 
     drbd_payload_free(s, a->buf, a->buf_len);
     g_free(a);
@@ -394,12 +390,10 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         return -EPROTO;
     }
 
-    qemu_mutex_lock(&s->lock);
-    s->conn.ua++;
+    qatomic_inc(&s->conn.ua);
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
-        s->conn.nr += p->bytes;
+        stat64_add(&s->conn.nr, p->bytes);
     }
-    qemu_mutex_unlock(&s->lock);
 
     if (s->conn.protocol == 'B' && !drbd_is_resync_write(cmd)) {
         /* protocol B: the primary may complete once we hold the data */
@@ -434,9 +428,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     /* Counted in flight until drbd_apply_co() ends; not while drained */
     if (drbd_co_io_begin(s) < 0) {
         drbd_payload_free(s, buf, buf_len);
-        qemu_mutex_lock(&s->lock);
-        s->conn.ua--;
-        qemu_mutex_unlock(&s->lock);
+        qatomic_dec(&s->conn.ua);
         error_setg(errp, "the node is closing");
         return -ECANCELED;
     }
@@ -694,9 +686,7 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     } else if (ret == 0) {
         drbd_wire_put_data(pkt, DRBD_CMD_DATA_REPLY, &p);
         ret = drbd_send_data_channel(peer, pkt);
-        qemu_mutex_lock(&s->lock);
-        s->conn.ns += ret == 0 ? sr->r.bytes : 0;
-        qemu_mutex_unlock(&s->lock);
+        stat64_add(&s->conn.ns, ret == 0 ? sr->r.bytes : 0);
     } else {
         drbd_send_neg_dreply(peer, &sr->r);
     }
@@ -705,7 +695,7 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     qemu_vfree(buf);
     qemu_mutex_lock(&s->lock);
     peer->reads_serving--;
-    s->conn.ua--;
+    qatomic_dec(&s->conn.ua);
     qemu_mutex_unlock(&s->lock);
     g_free(sr);
     drbd_peer_put(peer);
@@ -735,7 +725,7 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
     serve = drbd_can_serve_reads_locked(s);
     if (serve) {
         peer->reads_serving++;
-        s->conn.ua++;
+        qatomic_inc(&s->conn.ua);
     }
     qemu_mutex_unlock(&s->lock);
 

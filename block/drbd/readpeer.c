@@ -34,7 +34,7 @@ bool drbd_peer_can_read_locked(BDRVDrbdState *s)
 {
     DrbdPeer *peer = s->conn.peer;
 
-    return peer && !peer->broken &&
+    return peer && !qatomic_read(&peer->broken) &&
            peer->version >= DRBD_PROTO_VERSION_READS &&
            s->conn.peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
 }
@@ -69,7 +69,7 @@ int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
     r.id = ++peer->read_next_id;
     /* In the table before it goes out: the reply may overtake the send */
     g_hash_table_insert(peer->reads_pending, &r.id, &r);
-    s->conn.pe++;
+    qatomic_inc(&s->conn.pe);
     qemu_mutex_unlock(&s->lock);
 
     req = (DrbdBlockAck) { .offset = offset, .id = r.id, .bytes = bytes };
@@ -89,7 +89,7 @@ int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);
     }
-    s->conn.pe--;
+    qatomic_dec(&s->conn.pe);
     qemu_mutex_unlock(&s->lock);
     drbd_peer_put(peer);
     trace_drbd_read_peer(s->bs, offset, bytes, r.ret);
@@ -122,7 +122,7 @@ int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
     /* Out of the table, it is ours alone until it is marked done */
     g_hash_table_remove(peer->reads_pending, &id);
     if (p) {
-        s->conn.nr += p->bytes;
+        stat64_add(&s->conn.nr, p->bytes);
     }
     qemu_mutex_unlock(&s->lock);
 

@@ -66,7 +66,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
 
-    while (!peer->broken) {
+    while (!qatomic_read(&peer->broken)) {
         g_autofree uint8_t *payload = NULL;
         Error *err = NULL;
         DrbdHeader h;
@@ -288,7 +288,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
     BDRVDrbdState *s = peer->s;
     int64_t slice_start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
-    while (!peer->broken) {
+    while (!qatomic_read(&peer->broken)) {
         uint8_t *payload = NULL;
         Error *err = NULL;
         DrbdHeader h;

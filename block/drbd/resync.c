@@ -131,7 +131,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         g_hash_table_insert(peer->resync_chunks, g_memdup2(&p.offset,
                                                            sizeof(p.offset)),
                             GUINT_TO_POINTER(p.bytes));
-        s->conn.pe++;
+        qatomic_inc(&s->conn.pe);
         s->conn.rs_in_flight += p.bytes;
         qemu_mutex_unlock(&s->lock);
 
@@ -143,9 +143,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     }
 
     if (ret == 0 && cmd == DRBD_CMD_RS_DATA) {
-        qemu_mutex_lock(&s->lock);
-        s->conn.ns += bytes;
-        qemu_mutex_unlock(&s->lock);
+        stat64_add(&s->conn.ns, bytes);
     }
 
     drbd_co_release_range(s, &req);
@@ -199,7 +197,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
         g_hash_table_insert(peer->csum_chunks,
                             g_memdup2(&p.offset, sizeof(p.offset)),
                             GUINT_TO_POINTER(p.bytes));
-        s->conn.pe++;
+        qatomic_inc(&s->conn.pe);
         s->conn.rs_in_flight += p.bytes;
         qemu_mutex_unlock(&s->lock);
         drbd_wire_put_ov(pkt, DRBD_CMD_RS_CSUM, &p);
@@ -255,7 +253,8 @@ static bool drbd_resync_paced(BDRVDrbdState *s, DrbdResyncPacer *pc,
     }
     pending = s->conn.rs_answered + s->conn.rs_in_flight;
     throttle = pc->budget > 0 &&
-               drbd_pace_throttle(&pc->ctl, s->app_bytes, pending);
+               drbd_pace_throttle(&pc->ctl, stat64_get(&s->app_bytes),
+                                  pending);
     qemu_mutex_unlock(&s->lock);
     if (throttle) {
         /* The guest's I/O goes first for the rest of the step */
@@ -278,7 +277,7 @@ static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer,
 {
     BDRVDrbdState *s = peer->s;
 
-    while (!peer->broken) {
+    while (!qatomic_read(&peer->broken)) {
         const char *after = drbd_resync_after_busy(s);
         int64_t wait_ns = 0;
 
@@ -297,7 +296,7 @@ static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer,
         drbd_co_sleep(s, &peer->resync_sleep, wait_ns);
         drbd_co_rehome(s);
     }
-    return !peer->broken;
+    return !qatomic_read(&peer->broken);
 }
 
 /* A chunk of @bytes went out: resync-rate may hold the next one back */
@@ -338,7 +337,7 @@ static bool coroutine_fn drbd_resync_wait(DrbdPeer *peer,
     qemu_mutex_lock(&s->lock);
     while (((inflight && g_hash_table_size(inflight) > max) ||
             peer->resync_readers > max_readers) &&
-           !peer->broken && !peer->resync_failed) {
+           !qatomic_read(&peer->broken) && !peer->resync_failed) {
         peer->resync_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
@@ -347,7 +346,7 @@ static bool coroutine_fn drbd_resync_wait(DrbdPeer *peer,
         qemu_mutex_lock(&s->lock);
     }
     qemu_mutex_unlock(&s->lock);
-    return !peer->broken && !peer->resync_failed;
+    return !qatomic_read(&peer->broken) && !peer->resync_failed;
 }
 
 /* One chunk that a reader of its own reads and sends */
@@ -415,7 +414,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
     BDRVDrbdState *s = peer->s;
     int64_t offset = 0;
 
-    while (!peer->broken) {
+    while (!qatomic_read(&peer->broken)) {
         int64_t start, count;
         bool found;
 
@@ -478,7 +477,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         return;
     }
 
-    while (!peer->broken) {
+    while (!qatomic_read(&peer->broken)) {
         int64_t start, count;
         bool found;
 
@@ -556,7 +555,7 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
         return;
     }
     g_hash_table_remove(peer->resync_chunks, &offset);
-    s->conn.pe--;
+    qatomic_dec(&s->conn.pe);
     s->conn.rs_in_flight -= MIN(s->conn.rs_in_flight, ack->bytes);
     s->conn.rs_answered += ack->bytes;
     waiter = peer->resync_waiter;
@@ -603,7 +602,7 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
         return -EINVAL;
     }
     g_hash_table_remove(peer->csum_chunks, &p->offset);
-    s->conn.pe--;
+    qatomic_dec(&s->conn.pe);
     s->conn.rs_in_flight -= MIN(s->conn.rs_in_flight, p->bytes);
     s->conn.rs_answered += p->bytes;
     equal = drbd_oos_reset_equal_locked(s, p->offset, p->bytes,

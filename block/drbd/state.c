@@ -199,16 +199,16 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     info->peer_disk = s->conn.peer_disk;
     info->protocol = s->conn.protocol - 'A';
 
-    c->ns = s->conn.ns;
-    c->nr = s->conn.nr;
-    c->dw = s->dw;
-    c->dr = s->dr;
-    c->al = s->al_writes;
-    c->bm = s->bm_writes;
-    c->lo = s->lo;
-    c->pe = s->conn.pe;
-    c->ua = s->conn.ua;
-    c->ap = s->ap;
+    c->ns = stat64_get(&s->conn.ns);
+    c->nr = stat64_get(&s->conn.nr);
+    c->dw = stat64_get(&s->dw);
+    c->dr = stat64_get(&s->dr);
+    c->al = stat64_get(&s->al_writes);
+    c->bm = stat64_get(&s->bm_writes);
+    c->lo = qatomic_read(&s->lo);
+    c->pe = qatomic_read(&s->conn.pe);
+    c->ua = qatomic_read(&s->conn.ua);
+    c->ap = qatomic_read(&s->ap);
     c->ep = s->conn.cur_epoch + 1 - s->conn.barrier_acked_upto;
     c->oos = hbitmap_count(s->oos);
     c->same_csum = s->conn.same_csum;

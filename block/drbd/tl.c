@@ -80,7 +80,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
             QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
             g_hash_table_remove(s->tl_by_id, &req->id);
             req->in_tl = false;
-            s->conn.pe--;
+            qatomic_dec(&s->conn.pe);
         }
         if (req->guest_gone) {
             drbd_req_free_locked(s, req);
@@ -114,7 +114,7 @@ DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, int64_t offset,
         QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
         g_hash_table_insert(s->tl_by_id, &req->id, req);
         req->in_tl = true;
-        s->conn.pe++;
+        qatomic_inc(&s->conn.pe);
     } else {
         drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
     }
@@ -220,7 +220,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     int ret = -EPIPE;
 
     qemu_co_mutex_lock(&peer->data_send_lock);
-    if (!peer->broken) {
+    if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
         if (s->conn.epoch_needs_barrier ||
             s->conn.epoch_size >= s->conn.max_epoch_size) {
@@ -303,7 +303,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     if (ret < 0) {
         drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
     } else {
-        s->conn.ns += cmd == DRBD_CMD_DATA ? req->bytes : 0;
+        stat64_add(&s->conn.ns, cmd == DRBD_CMD_DATA ? req->bytes : 0);
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -329,7 +329,7 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     int ret = -EPIPE;
 
     qemu_co_mutex_lock(&peer->data_send_lock);
-    if (!peer->broken) {
+    if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
         *epoch = s->conn.cur_epoch;
         drbd_close_epoch_locked(s, pkt, flush);

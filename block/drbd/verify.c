@@ -248,7 +248,8 @@ int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
 
     /* Not too many at once: a peer must not make us read without end */
     qemu_mutex_lock(&s->lock);
-    while (peer->ov_serving >= DRBD_OV_SERVE_MAX && !peer->broken) {
+    while (peer->ov_serving >= DRBD_OV_SERVE_MAX &&
+           !qatomic_read(&peer->broken)) {
         peer->ov_serve_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
@@ -451,7 +452,7 @@ static bool drbd_verify_start_resync(DrbdPeer *peer, uint64_t bytes)
 
     qemu_mutex_lock(&s->lock);
     primary = s->role == DRBD_ROLE_PRIMARY;
-    connected = !peer->broken &&
+    connected = !qatomic_read(&peer->broken) &&
                 s->conn.cstate == DRBD_CONN_STATE_CONNECTED;
     qemu_mutex_unlock(&s->lock);
     if (!connected) {
@@ -485,13 +486,13 @@ static void coroutine_fn drbd_verify_co(void *opaque)
 
         drbd_co_rehome(s);
         /* Paused by the user (job-pause): wait, and follow the node */
-        while (drbd_job_paused(s, DRBD_JOB_VERIFY) && !peer->broken &&
-               !qatomic_read(&v->error)) {
+        while (drbd_job_paused(s, DRBD_JOB_VERIFY) &&
+               !qatomic_read(&peer->broken) && !qatomic_read(&v->error)) {
             drbd_co_sleep(s, &v->sleep, 100 * SCALE_MS);
             drbd_co_rehome(s);
         }
         qemu_mutex_lock(&s->lock);
-        while (v->inflight >= DRBD_OV_WINDOW && !peer->broken &&
+        while (v->inflight >= DRBD_OV_WINDOW && !qatomic_read(&peer->broken) &&
                !v->error) {
             peer->ov_waiter = qemu_coroutine_self();
             qemu_mutex_unlock(&s->lock);
@@ -500,7 +501,7 @@ static void coroutine_fn drbd_verify_co(void *opaque)
             drbd_co_rehome(s);
             qemu_mutex_lock(&s->lock);
         }
-        if (peer->broken && !v->error) {
+        if (qatomic_read(&peer->broken) && !v->error) {
             v->error = g_strdup_printf("the connection was lost: %s",
                                        peer->broken_reason);
         } else if (!v->error && (s->role != v->role ||
@@ -538,7 +539,8 @@ static void coroutine_fn drbd_verify_co(void *opaque)
 
     /* The answers to what is in flight */
     qemu_mutex_lock(&s->lock);
-    while ((v->inflight > 0 || v->sending > 0) && !peer->broken) {
+    while ((v->inflight > 0 || v->sending > 0) &&
+           !qatomic_read(&peer->broken)) {
         peer->ov_waiter = qemu_coroutine_self();
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
