@@ -131,8 +131,8 @@ typedef struct DrbdPeer {
     GByteArray *meta_out;       /* queued for the meta channel */
     bool meta_flushing;         /* a flusher will send meta_out */
     Coroutine *teardown_waiter; /* the manager, waiting for the last one */
-    bool broken;                /* teardown started: set under s->lock,
-                                   read with qatomic_read() */
+    /* Teardown started: set under s->lock, read with qatomic_read() */
+    bool broken;
     char *broken_reason;
 
     /* What the peer said in the handshake */
