@@ -122,12 +122,38 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
 }
 
 /*
+ * A TCP listener hands over a connection only once it carries data (or
+ * after about @ping-timeout): the peer's HELLO comes with its connection,
+ * so that connections that say nothing never take a candidate's place.
+ * Best effort: without TCP_DEFER_ACCEPT, the eviction below still keeps
+ * the peer from being locked out by idle ones.
+ */
+static void drbd_defer_accept(BDRVDrbdState *s)
+{
+#ifdef TCP_DEFER_ACCEPT
+    int secs = MAX(1, s->conn.ping_timeout_ns / NANOSECONDS_PER_SECOND);
+
+    if (s->conn.listen_addr->type == SOCKET_ADDRESS_TYPE_INET &&
+        setsockopt(s->conn.listener->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT,
+                   &secs, sizeof(secs)) < 0) {
+        trace_drbd_defer_accept_failed(s->bs, errno);
+    }
+#endif
+}
+
+/*
  * Accepted connections whose HELLO is awaited at once: idle or slow
  * candidates do not keep the real peer out while they time out.  With
  * all slots taken, a new connection takes the slot of the oldest
  * candidate that has not sent a valid HELLO (or of the oldest one).
  */
 #define DRBD_MAX_CANDIDATES     16
+
+/*
+ * Accepts in a row before the acceptor lets the rest of its context run
+ * (the candidates whose HELLO arrived meanwhile among them)
+ */
+#define DRBD_ACCEPT_BURST       4
 
 /*
  * The acceptor and its candidates: one coroutine per accepted connection
@@ -321,7 +347,7 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
         DrbdCandidate *c;
         unsigned slot;
 
-        if (burst == DRBD_MAX_CANDIDATES) {
+        if (burst == DRBD_ACCEPT_BURST) {
             /* A flood of connections: let the rest of the context run */
             burst = 0;
             aio_co_schedule(qemu_get_current_aio_context(),
@@ -697,6 +723,7 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
             return -EIO;
         }
         drbd_setup_channel(QIO_CHANNEL(s->conn.listener), "drbd-listener");
+        drbd_defer_accept(s);
     }
     if (s->conn.connects) {
         /*

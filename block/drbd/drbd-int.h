@@ -867,7 +867,9 @@ void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
 
 /* role.c */
 void drbd_announce_role(BDRVDrbdState *s);
-int drbd_promote(BDRVDrbdState *s, bool force, Error **errp);
+int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force,
+                                 Error **errp);
+int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
 int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
                                                    Error **errp);

@@ -50,13 +50,13 @@ DrbdInfoList *qmp_query_drbd(Error **errp)
     return head;
 }
 
-void qmp_drbd_promote(const char *node_name, bool has_force, bool force,
-                      Error **errp)
+void coroutine_fn qmp_drbd_promote(const char *node_name, bool has_force,
+                                   bool force, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
     if (s) {
-        drbd_promote(s, has_force && force, errp);
+        drbd_co_promote(s, has_force && force, errp);
     }
 }
 
@@ -116,7 +116,7 @@ void qmp_drbd_verify(const char *node_name, bool has_start, uint64_t start,
     }
 }
 
-void qmp_drbd_demote(const char *node_name, Error **errp)
+void coroutine_fn qmp_drbd_demote(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
@@ -132,7 +132,7 @@ void qmp_drbd_demote(const char *node_name, Error **errp)
                           "and demote it yourself.\n");
         return;
     }
-    drbd_demote(s, errp);
+    drbd_co_demote(s, errp);
 }
 
 void qmp_drbd_detach(const char *node_name, Error **errp)

@@ -851,9 +851,10 @@ int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
 }
 
 /*
- * The same from a guest request (an auto-promotion): the request is in
- * flight already and holds the graph lock, and must not wait for a
- * drained section to end, since the drain waits for it
+ * The same from a coroutine that holds the graph lock and must not wait
+ * for a drained section to end: a guest request's auto-promotion (the
+ * drain waits for the request), a promotion or a demotion (a close
+ * demotes the node drained)
  */
 int coroutine_fn GRAPH_RDLOCK drbd_md_sync_in_request(BDRVDrbdState *s)
 {

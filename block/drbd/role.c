@@ -170,40 +170,6 @@ static int coroutine_fn drbd_co_state_request(BDRVDrbdState *s, DrbdRole role,
 }
 
 /*
- * Run @fn, a role change, from the main loop: as a coroutine in the
- * node's context, waited for
- */
-typedef int coroutine_fn DrbdRoleFn(BDRVDrbdState *s, Error **errp);
-
-typedef struct DrbdRoleCall {
-    BDRVDrbdState *s;
-    DrbdRoleFn *fn;
-    Error **errp;
-    int ret;
-    bool done;
-} DrbdRoleCall;
-
-static void coroutine_fn drbd_role_call_entry(void *opaque)
-{
-    DrbdRoleCall *c = opaque;
-
-    c->ret = c->fn(c->s, c->errp);
-    qatomic_set(&c->done, true);
-    aio_wait_kick();
-}
-
-static int drbd_role_call(BDRVDrbdState *s, DrbdRoleFn *fn, Error **errp)
-{
-    DrbdRoleCall c = { .s = s, .fn = fn, .errp = errp };
-
-    assert(qemu_in_main_thread() && !qemu_in_coroutine());
-    aio_co_enter(bdrv_get_aio_context(s->bs),
-                 qemu_coroutine_create(drbd_role_call_entry, &c));
-    AIO_WAIT_WHILE_UNLOCKED(NULL, !qatomic_read(&c.done));
-    return c.ret;
-}
-
-/*
  * The peer agreed (or none is connected): a new data generation if the
  * writes to come will not reach the peer's disk, and the promotion marked
  * for the superblock, which the caller writes before the node is primary.
@@ -263,7 +229,7 @@ static int coroutine_fn drbd_co_promotion_undo(BDRVDrbdState *s,
  * Before a connected node becomes primary, its peer must agree, so that
  * two nodes promoted at the same moment never both succeed.  Returns 0
  * when the node may go ahead (granted, or no peer connected).  A
- * coroutine in the node's context (drbd_role_call() from the main loop).
+ * coroutine in the node's context.
  */
 static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
                                                   Error **errp)
@@ -288,9 +254,50 @@ static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
     return 0;
 }
 
-int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
+/*
+ * The peer agreed (or none is connected), drbd_promotion_begin_locked()
+ * marked the promotion, and @md_ret says whether the superblock with it
+ * is on disk: then the role, and the peer told.  A forced promotion's
+ * peer is disconnected instead: a new handshake decides.  A coroutine in
+ * the node's context.
+ */
+static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
+                                               int md_ret,
+                                               const char *reason)
+{
+    if (md_ret < 0) {
+        drbd_co_promotion_undo(s, NULL);
+        return md_ret;
+    }
+
+    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
+                   force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1, reason);
+    drbd_promotion_done(s);
+    if (force) {
+        /*
+         * A new generation, and a disk state the peer would refuse to
+         * hear raised: let a new handshake decide
+         */
+        DrbdPeer *peer = drbd_peer_get(s);
+
+        if (peer) {
+            drbd_peer_fail(peer, "forced promotion: connecting again");
+            drbd_peer_put(peer);
+        }
+    } else {
+        drbd_announce_role(s);
+    }
+    return 0;
+}
+
+/*
+ * drbd-promote, a QMP command in a coroutine of the main loop: the
+ * checks, then as an auto-promotion, in the node's context
+ */
+int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = drbd_name(s);
+    AioContext *old_ctx;
     bool target;
     int ret;
 
@@ -349,53 +356,42 @@ int drbd_promote(BDRVDrbdState *s, bool force, Error **errp)
 
         bdrv_drained_begin(s->bs);
         s->whole_blocks = true;
-        bdrv_graph_rdlock_main_loop();
+        bdrv_graph_co_rdlock();
         bdrv_refresh_limits(s->bs, NULL, &local_err);
-        bdrv_graph_rdunlock_main_loop();
+        bdrv_graph_co_rdunlock();
         bdrv_drained_end(s->bs);
         if (local_err) {
             error_propagate_prepend(errp, local_err, "'%s': ", name);
             return -EINVAL;
         }
     }
-    if (drbd_role_call(s, drbd_co_request_promotion, errp) < 0) {
-        error_prepend(errp, "'%s': ", name);
-        return -EBUSY;
-    }
-    /*
-     * Writes that will not reach the peer's disk start a new data
-     * generation, so that the next handshake knows who changed what
-     */
-    qemu_mutex_lock(&s->lock);
-    drbd_promotion_begin_locked(s, force);
-    qemu_mutex_unlock(&s->lock);
-    ret = drbd_md_sync(s);
+
+    old_ctx = bdrv_co_enter(s->bs);
+    ret = drbd_co_request_promotion(s, errp);
     if (ret < 0) {
-        drbd_role_call(s, drbd_co_promotion_undo, NULL);
-        error_setg_errno(errp, -ret, "'%s': could not write the metadata; "
-                         "not promoted", name);
-        return ret;
-    }
-
-    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
-                   force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1,
-                   force ? "promoted (forced)" : "promoted");
-    drbd_promotion_done(s);
-    if (force) {
-        /*
-         * A new generation, and a disk state the peer would refuse to
-         * hear raised: let a new handshake decide
-         */
-        DrbdPeer *peer = drbd_peer_get(s);
-
-        if (peer) {
-            drbd_peer_fail(peer, "forced promotion: connecting again");
-            drbd_peer_put(peer);
-        }
+        error_prepend(errp, "'%s': ", name);
+        ret = -EBUSY;
     } else {
-        drbd_announce_role(s);
+        /*
+         * Writes that will not reach the peer's disk start a new data
+         * generation, so that the next handshake knows who changed what
+         */
+        qemu_mutex_lock(&s->lock);
+        drbd_promotion_begin_locked(s, force);
+        qemu_mutex_unlock(&s->lock);
+        bdrv_graph_co_rdlock();
+        ret = drbd_md_sync_in_request(s);
+        bdrv_graph_co_rdunlock();
+        ret = drbd_co_become_primary(s, force, ret,
+                                     force ? "promoted (forced)" :
+                                     "promoted");
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "'%s': could not write the "
+                             "metadata; not promoted", name);
+        }
     }
-    return 0;
+    bdrv_co_leave(s->bs, old_ctx);
+    return ret;
 }
 
 /*
@@ -494,8 +490,9 @@ static void drbd_demote_timeout_cb(void *opaque)
     }
 }
 
-int drbd_demote(BDRVDrbdState *s, Error **errp)
+int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
 {
+    AioContext *old_ctx;
     QEMUTimer *timer;
     DrbdUuids u;
     int ret;
@@ -519,7 +516,9 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     /* Guest requests in flight complete first; later ones are refused */
     bdrv_drained_begin(s->bs);
     /* What the peer acked is on its disk: nothing left to lose */
-    ret = bdrv_flush(s->bs);
+    bdrv_graph_co_rdlock();
+    ret = bdrv_co_flush(s->bs);
+    bdrv_graph_co_rdunlock();
     if (ret < 0) {
         warn_report("drbd node '%s': the flush before the demotion failed: "
                     "%s", drbd_name(s), strerror(-ret));
@@ -531,8 +530,17 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
     drbd_uuid_demote(&u);
     drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
-    ret = drbd_md_sync(s);
-    drbd_role_call(s, drbd_co_request_secondary, NULL);
+
+    /*
+     * Not through the drain gate, as background work goes: a close
+     * demotes with the node drained
+     */
+    old_ctx = bdrv_co_enter(s->bs);
+    bdrv_graph_co_rdlock();
+    ret = drbd_md_sync_in_request(s);
+    bdrv_graph_co_rdunlock();
+    drbd_co_request_secondary(s, NULL);
+    bdrv_co_leave(s->bs, old_ctx);
     timer_free(timer);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "'%s' is demoted, but its metadata "
@@ -540,6 +548,34 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
         return ret;
     }
     return 0;
+}
+
+/* drbd_co_demote() from the main loop, outside a coroutine */
+typedef struct DrbdDemote {
+    BDRVDrbdState *s;
+    Error **errp;
+    int ret;
+    bool done;
+} DrbdDemote;
+
+static void coroutine_fn drbd_demote_entry(void *opaque)
+{
+    DrbdDemote *d = opaque;
+
+    d->ret = drbd_co_demote(d->s, d->errp);
+    qatomic_set(&d->done, true);
+    aio_wait_kick();
+}
+
+int drbd_demote(BDRVDrbdState *s, Error **errp)
+{
+    DrbdDemote d = { .s = s, .errp = errp };
+
+    assert(qemu_in_main_thread() && !qemu_in_coroutine());
+    aio_co_enter(qemu_get_aio_context(),
+                 qemu_coroutine_create(drbd_demote_entry, &d));
+    AIO_WAIT_WHILE_UNLOCKED(NULL, !qatomic_read(&d.done));
+    return d.ret;
 }
 
 /*
@@ -632,19 +668,13 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     qemu_mutex_lock(&s->lock);
     drbd_promotion_begin_locked(s, false);
     qemu_mutex_unlock(&s->lock);
-    ret = drbd_md_sync_in_request(s);
+    ret = drbd_co_become_primary(s, false, drbd_md_sync_in_request(s),
+                                 "promoted (auto-promote)");
     if (ret < 0) {
-        drbd_co_promotion_undo(s, NULL);
         error_setg_errno(errp, -ret, "could not write the metadata");
-        qemu_co_mutex_unlock(&s->auto_lock);
-        return ret;
     }
-    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1, -1, -1, -1,
-                   "promoted (auto-promote)");
-    drbd_promotion_done(s);
-    drbd_announce_role(s);
     qemu_co_mutex_unlock(&s->auto_lock);
-    return 0;
+    return ret;
 }
 
 /* set_perm's promotion: at once, not at the first request */
