@@ -640,7 +640,6 @@ void drbd_md_free(BDRVDrbdState *s);
 void drbd_md_detached(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);
-int drbd_md_sync(BDRVDrbdState *s);
 int drbd_md_sync_all(BDRVDrbdState *s);
 int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s);
 int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s);

@@ -831,12 +831,6 @@ int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s)
     return ret;
 }
 
-int drbd_md_sync(BDRVDrbdState *s)
-{
-    GRAPH_RDLOCK_GUARD_MAINLOOP();
-    return drbd_md_sync_locked_graph(s);
-}
-
 int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
 {
     int ret = drbd_co_io_begin(s);
