@@ -1,8 +1,19 @@
 #!/bin/sh
 # Run the drbd unit tests and the drbd iotests against a built tree and end
-# with one line "N passed, N failed".  Exit status is non-zero on any failure.
+# with one line "N passed, N failed, N skipped" that counts test cases: each
+# case of a unit test (a line of its TAP output) and each case of an iotest
+# (a method of its TestCase classes, which drbd_iotests.main() records).
+# Exit status is non-zero on any failure.
+#
+# An iotest that does not run (./check: "not run") counts its cases as
+# skipped, never as passed; a case that did not end (a crash, a test killed
+# after DRBD_IOTEST_TIMEOUT seconds) counts as failed, and so does an iotest
+# that failed when none of its cases did (its output differs, it exited
+# with an error).
 #
 # usage: check.sh BUILDDIR UNIT-TEST...
+# DRBD_IOTESTS: the iotests to run, blank-separated (default: group drbd)
+# DRBD_IOTEST_TIMEOUT: seconds one iotest may take (default: 900)
 set -u
 
 bld=$(cd "$1" && pwd)
@@ -11,17 +22,17 @@ log=$bld/drbd-check.log
 : > "$log"
 passed=0
 failed=0
+skipped=0
 
-count() {
-    # count TAP-FILE: add its "ok" and "not ok" lines to the totals
-    p=$(grep -c '^ok ' "$1")
-    f=$(grep -c '^not ok ' "$1")
-    passed=$((passed + p))
-    failed=$((failed + f))
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+add() {
+    # add PASSED FAILED SKIPPED: to the totals
+    passed=$((passed + $1))
+    failed=$((failed + $2))
+    skipped=$((skipped + $3))
 }
-
-tap=$(mktemp)
-trap 'rm -f "$tap"' EXIT
 
 # A sanitizer build (make SANITIZE=1): every process writes its reports to
 # a file of its own under $san, and any report fails the run, whether or
@@ -38,39 +49,123 @@ if [ "${DRBD_SANITIZE:-}" = 1 ]; then
 fi
 
 echo "== unit tests"
+up=0 uf=0 us=0
 for t in "$@"; do
-    exe=$bld/tests/unit/$t
-    if timeout 300 "$exe" --tap -k > "$tap" 2>>"$log"; then
+    tap=$tmp/unit.tap
+    if timeout 300 "$bld/tests/unit/$t" --tap -k > "$tap" 2>>"$log"; then
         rc=0
     else
         rc=$?
     fi
-    grep -E '^(not )?ok ' "$tap" | sed "s|^|$t: |"
-    count "$tap"
-    # a crash before any TAP line still counts as a failure
-    if [ "$rc" != 0 ] && ! grep -q '^not ok ' "$tap"; then
-        echo "not ok $t: exited with status $rc"
-        failed=$((failed + 1))
-    fi
     cat "$tap" >> "$log"
+    # glib: "ok N path", "ok N path # SKIP why", "not ok N path", and
+    # "not ok N path # TODO why" for a case marked incomplete
+    grep -E '^(not )?ok ' "$tap" | sed "s|^|$t: |"
+    p=$(grep '^ok ' "$tap" | grep -cv '# SKIP')
+    s=$(grep -c '^ok .*# SKIP\|^not ok .*# TODO' "$tap")
+    f=$(grep '^not ok ' "$tap" | grep -cv '# TODO')
+    # Cases of the plan that never reported (a crash) failed
+    plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$tap" | head -n 1)
+    if [ -n "$plan" ] && [ "$((p + s + f))" -lt "$plan" ]; then
+        echo "not ok $t: $((plan - p - s - f)) cases did not run" \
+             "(exit status $rc)"
+        f=$((plan - p - s))
+    fi
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        echo "not ok $t: exited with status $rc"
+        f=1
+    fi
+    up=$((up + p)) uf=$((uf + f)) us=$((us + s))
 done
+echo "unit tests: $up passed, $uf failed, $us skipped"
+add "$up" "$uf" "$us"
 
 echo "== iotests"
 cd "$bld/tests/qemu-iotests" || exit 1
-# A hung test must fail the run, not stall it: bound the whole suite
-if timeout 1200 python3 ./check -tap -raw -file -g drbd > "$tap" 2>>"$log"
-then
-    rc=0
-else
-    rc=$?
+# The tests and their reference output are in the source tree
+src=$(dirname "$(readlink -f check)")
+tests=${DRBD_IOTESTS:-}
+if [ -z "$tests" ]; then
+    # What ./check -g drbd runs: the named tests of group drbd
+    tests=$(grep -l '^# group: .*\bdrbd\b' "$src"/tests/* 2>/dev/null |
+            while read -r f; do
+                [ -e "$f.out" ] && basename "$f"
+            done)
 fi
-grep -E '^(not )?ok ' "$tap"
-count "$tap"
-if [ "$rc" != 0 ] && ! grep -q '^not ok ' "$tap"; then
-    echo "not ok iotests: check exited with status $rc"
-    failed=$((failed + 1))
-fi
-cat "$tap" >> "$log"
+limit=${DRBD_IOTEST_TIMEOUT:-900}
+ip=0 if_=0 is=0
+for t in $tests; do
+    tap=$tmp/$t.tap
+    cases=$tmp/$t.cases
+    : > "$cases"
+    # A hung test must fail the run, not stall it: timeout signals the
+    # whole process group (./check, the test, its daemons and VMs)
+    if DRBD_IOTEST_CASES=$cases timeout -k 30 "$limit" \
+            python3 ./check -tap -raw -file "$t" > "$tap" 2>>"$log"; then
+        rc=0
+    else
+        rc=$?
+    fi
+    cat "$tap" "$cases" >> "$log"
+    grep -E '^(not )?ok ' "$cases"
+    # ./check's verdict on the whole test
+    if grep -q "^ok raw $t # SKIP" "$tap"; then
+        verdict=skip
+    elif grep -q "^ok raw $t\$" "$tap" && [ "$rc" = 0 ]; then
+        verdict=pass
+    else
+        verdict=fail
+    fi
+    p=$(grep '^ok ' "$cases" | grep -cv '# SKIP')
+    s=$(grep -c '^ok .*# SKIP' "$cases")
+    f=$(grep -c '^not ok ' "$cases")
+    if [ "$(grep -c '^# plan ' "$cases")" = 0 ]; then
+        # Not a drbd_iotests.main() test: its cases are those of its
+        # reference output, and the "[case not run]" notes of ./check
+        n=$(sed -n 's/^Ran \([0-9][0-9]*\) tests\{0,1\}$/\1/p' \
+            "$src/tests/$t.out" |
+            head -n 1)
+        s=$(grep -c '^# *\[case not run\]' "$tap")
+        case $verdict in
+        pass) p=$(( ${n:-1} - s )) ;;
+        skip) p=0 s=${n:-1} ;;
+        fail) p=0 f=1 ;;
+        esac
+    else
+        # Planned cases that did not end: the test crashed or hung
+        for c in $(sed -n 's/^# plan [^ ]* //p' "$cases"); do
+            if ! grep -q "^\(not \)\{0,1\}ok $t $c\( \|\$\)" "$cases"; then
+                echo "not ok $t $c: did not end"
+                f=$((f + 1))
+            fi
+        done
+        if [ "$verdict" = skip ]; then
+            # Not run: nothing it did counts as passed
+            s=$((s + p))
+            p=0
+        fi
+    fi
+    bad=${TEST_DIR:-$PWD/scratch}/raw-file-$t/$t.out.bad
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        why="killed after $limit s"
+    elif [ -e "$bad" ]; then
+        why="it failed (exit status, or output other than $t.out): $bad"
+        diff -u "$src/tests/$t.out" "$bad" >> "$log"
+    else
+        why="./check exited with status $rc"
+    fi
+    if [ "$verdict" = fail ] && [ "$f" = 0 ]; then
+        echo "not ok $t: $why"
+        f=1
+    elif [ "$verdict" = fail ]; then
+        echo "# $t: $why"
+    fi
+    echo "$t: $p passed, $f failed, $s skipped"
+    ip=$((ip + p)) if_=$((if_ + f)) is=$((is + s))
+done
+echo "iotests: $ip passed, $if_ failed, $is skipped"
+add "$ip" "$if_" "$is"
+
 if [ -n "$san" ]; then
     echo "== sanitizer reports"
     # Only reports count: ASan also logs warnings there (it does not
@@ -87,5 +182,5 @@ if [ "$failed" != 0 ]; then
     echo "details in $log"
 fi
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] && [ "$passed" != 0 ]

@@ -26,6 +26,9 @@ link block/drbd block/drbd
 link qapi/drbd.json qapi/drbd.json
 link docs/system/drbd.rst docs/system/drbd.rst
 link tests/fuzz tests/fuzz
+# The library the drbd iotests import (not a test: it has no .out)
+link tests/qemu-iotests/tests/drbd_iotests.py \
+     tests/qemu-iotests/tests/drbd_iotests.py
 for f in "$top"/docs/interop/drbd*.rst "$top"/tests/unit/test-drbd-*.c \
          "$top"/tests/qemu-iotests/tests/drbd-*; do
     [ -e "$f" ] || continue

@@ -1,0 +1,1025 @@
+# What the drbd iotests (tests/drbd-*) share: ports, daemon logs,
+# qemu-storage-daemons started with their drbd nodes over QMP, waits with
+# a deadline for a node's state or an event, replica comparison, a TCP
+# proxy that cuts or freezes the link between two nodes, and main(),
+# which runs a test's cases and records how each ended.
+#
+# The tests import it by name: ./check runs a test as a script, whose own
+# directory is on sys.path.  It has no .out file, so ./check does not
+# take it for a test.
+#
+# Copyright (c) 2026 The qemu-drbd authors
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from typing import (Any, Callable, Dict, Iterator, List, Optional,
+                    Sequence, Tuple, TypeVar)
+
+from qemu.qmp.legacy import QEMUMonitorProtocol
+
+import iotests
+from iotests import qemu_img, qemu_io
+
+KiB = 1024
+MiB = 1024 * KiB
+
+T = TypeVar('T')
+QMPEvent = Dict[str, Any]
+
+
+# Ports
+
+# Below the kernel's ephemeral ports (32768 and up), which outgoing
+# connections take: a listener there could find its port in use
+_port_base = 10000 + os.getpid() % 20000
+_port_next = 0
+
+
+def new_port() -> int:
+    """A TCP port of 127.0.0.1 for this test alone, free when asked for"""
+    global _port_next  # pylint: disable=global-statement
+    while True:
+        _port_next += 1
+        port = _port_base + _port_next
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+        return port
+
+
+# Logs of the daemons
+
+def log_path(name: str) -> str:
+    return os.path.join(iotests.test_dir, f'qsd-{name}.log')
+
+
+def remove_logs(*names: str) -> None:
+    """Start the logs of the daemons @names afresh (a test's first run)"""
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(log_path(name))
+
+
+def mark_logs(case_id: str, *names: str) -> None:
+    """Begin the section of test case @case_id in the logs of @names"""
+    for name in names:
+        with open(log_path(name), 'a', encoding='utf-8') as f:
+            f.write(f'=== {case_id}\n')
+
+
+def log_section(path: str) -> str:
+    """What was written to the log at @path since its last mark"""
+    with open(path, encoding='utf-8', errors='replace') as f:
+        text = f.read()
+    if '=== ' not in text:
+        return text
+    return text.rsplit('=== ', 1)[-1].split('\n', 1)[-1]
+
+
+def log_tail(name: str, length: int = 2000) -> str:
+    """The end of what the daemon @name logged since the last mark"""
+    return log_section(log_path(name))[-length:]
+
+
+@contextlib.contextmanager
+def output_to(path: str) -> Iterator[None]:
+    """Let child processes started in the block write to @path"""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = (os.dup(1), os.dup(2))
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (*saved, fd):
+            os.close(f)
+
+
+# Options and commands
+
+def keyval(opts: str) -> Dict[str, Any]:
+    """A dotted key=value,... option string as a QMP argument dict"""
+    d: Dict[str, Any] = {}
+    for item in opts.split(','):
+        key, value = item.split('=', 1)
+        v: Any = value
+        if value in ('on', 'off'):
+            v = value == 'on'
+        elif value.isdigit() and not key.endswith('port'):
+            v = int(value)
+        *path, last = key.split('.')
+        cur = d
+        for p in path:
+            cur = cur.setdefault(p, {})
+        cur[last] = v
+    return d
+
+
+def pair_opts(name: str, port: int, peer_port: Optional[int] = None) -> str:
+    """
+    The drbd options that make node @name one of a pair: 'a' (node-id 0)
+    connects to 127.0.0.1:@peer_port (by default @port, where 'b' is; a
+    proxy's otherwise), 'b' (node-id 1) listens on @port
+    """
+    if name == 'a':
+        return ('node-id=0,connect-interval=200,peer.type=inet,'
+                f'peer.host=127.0.0.1,peer.port={peer_port or port}')
+    return ('node-id=1,listen.type=inet,listen.host=127.0.0.1,'
+            f'listen.port={port}')
+
+
+def io_args(*cmds: str) -> List[str]:
+    """qemu-io's arguments for the commands @cmds"""
+    return [arg for c in cmds for arg in ('-c', c)]
+
+
+# qemu-storage-daemons
+
+# The thread of each IOThread of a daemon, by daemon pid and IOThread id
+iothread_tids: Dict[int, Dict[str, int]] = {}
+
+_late_cmds = {'--blockdev': 'blockdev-add', '--nbd-server': 'nbd-server-start',
+              '--export': 'block-export-add'}
+
+
+def _is_late(opt: str, val: str) -> bool:
+    return (opt == '--blockdev' and val.startswith('driver=drbd')) or \
+        opt in ('--nbd-server', '--export')
+
+
+def start_qsd(name: str, *args: str, instance_id: Optional[str] = None,
+              qmp_timeout: Optional[float] = None) \
+        -> iotests.QemuStorageDaemon:
+    """
+    A qemu-storage-daemon @name (its QMP socket named after @instance_id,
+    by default @name), with command line options @args, whose output
+    goes to its log, log_path(@name), not to ours.
+
+    Its drbd nodes, NBD server and exports are created over QMP once the
+    monitor is up: a DRBD_STATE_CHANGE emitted while the client
+    negotiates QMP capabilities can reach the client before the answer
+    to qmp_capabilities, which the client does not accept.  Its
+    IOThreads are created over QMP too, one by one, so that
+    iothread_tids knows which thread is which (the daemon has no
+    query-iothreads).
+
+    With @qmp_timeout, a QMP command that gets no answer in that many
+    seconds fails the test (a daemon whose main loop hangs) instead of
+    hanging it.
+    """
+    early: List[str] = []
+    iothreads: List[Dict[str, Any]] = []
+    late: List[Tuple[str, str]] = []
+    for opt, val in zip(args[::2], args[1::2]):
+        if _is_late(opt, val):
+            late.append((opt, val))
+        elif opt == '--object' and val.startswith('iothread,'):
+            iothreads.append(keyval(val.split(',', 1)[1]))
+        else:
+            early += [opt, val]
+    with output_to(log_path(name)):
+        qsd = iotests.QemuStorageDaemon(*early, qmp=True,
+                                        instance_id=instance_id or name)
+    if qmp_timeout is not None:
+        qsd.get_qmp().settimeout(qmp_timeout)
+    try:
+        pid = daemon_pid(qsd)
+        tids = iothread_tids[pid] = {}
+        for props in iothreads:
+            before = set(os.listdir(f'/proc/{pid}/task'))
+            qsd.cmd('object-add', {'qom-type': 'iothread', **props})
+            new = set(os.listdir(f'/proc/{pid}/task')) - before
+            assert len(new) == 1, f'{props["id"]} came with threads {new}'
+            tids[props['id']] = int(new.pop())
+        for opt, val in late:
+            args_ = keyval(val)
+            if opt == '--nbd-server':
+                # nbd-server-start takes a SocketAddressLegacy
+                addr = args_['addr']
+                args_['addr'] = {'type': addr.pop('type'), 'data': addr}
+            qsd.cmd(_late_cmds[opt], args_)
+    except Exception:
+        qsd.stop(kill_signal=9)
+        raise
+    return qsd
+
+
+def daemon_pid(qsd: iotests.QemuStorageDaemon) -> int:
+    # pylint: disable=protected-access
+    assert qsd._p is not None, 'the daemon was stopped'
+    return qsd._p.pid
+
+
+def daemon_exited(qsd: iotests.QemuStorageDaemon) -> Optional[int]:
+    """The exit status of @qsd if it is gone, None while it runs"""
+    # pylint: disable=protected-access
+    assert qsd._p is not None, 'the daemon was stopped'
+    return qsd._p.poll()
+
+
+def stop_qsd(qsd: iotests.QemuStorageDaemon, timeout: float = 15,
+             sig: int = signal.SIGTERM) -> int:
+    """
+    @sig (SIGTERM), and SIGKILL if the daemon does not exit in time (a
+    failure); returns its exit status
+    """
+    # pylint: disable=protected-access
+    p = qsd._p
+    if p is None:
+        return 0
+    p.send_signal(sig)
+    try:
+        ret = p.wait(timeout)
+    except subprocess.TimeoutExpired as e:
+        qsd.stop(kill_signal=9)
+        raise AssertionError(f'qemu-storage-daemon did not exit on signal '
+                             f'{sig}') from e
+    qsd.stop()
+    return ret
+
+
+def alive(qsd: Optional[iotests.QemuStorageDaemon],
+          name: str) -> iotests.QemuStorageDaemon:
+    """@qsd, the daemon @name, which must still be running: if it exited,
+    the failure says how, with the end of its log"""
+    assert qsd is not None, f'{name} is not running'
+    ret = daemon_exited(qsd)
+    if ret is not None:
+        tail = log_tail(name)
+        raise AssertionError(f'{name} exited with {ret}: {tail}')
+    return qsd
+
+
+def thread_cpu(pid: int, tid: int) -> float:
+    """Seconds thread @tid of process @pid spent on a CPU"""
+    with contextlib.suppress(FileNotFoundError):
+        with open(f'/proc/{pid}/task/{tid}/schedstat', encoding='ascii') as f:
+            return int(f.read().split()[0]) / 1e9
+    with open(f'/proc/{pid}/task/{tid}/stat', encoding='ascii') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    # utime and stime, the 14th and 15th fields (the 2nd is the name)
+    return (int(fields[11]) + int(fields[12])) / \
+        os.sysconf('SC_CLK_TCK')
+
+
+def cpu_times(qsd: iotests.QemuStorageDaemon) -> Dict[str, float]:
+    """The CPU seconds of @qsd's main thread ('main') and of each of its
+    IOThreads, by id"""
+    pid = daemon_pid(qsd)
+    tids = {'main': pid, **iothread_tids[pid]}
+    return {name: thread_cpu(pid, tid) for name, tid in tids.items()}
+
+
+# VMs
+
+class _QMPConnection(QEMUMonitorProtocol):
+    """
+    A QMP client whose capabilities negotiation is an ordinary command,
+    so that an event that comes before its answer is kept as an event.
+
+    QEMU may send one first: qmp_capabilities switches the monitor to
+    the full command set, and the dispatcher yields before it answers,
+    so that an event emitted meanwhile (a drbd node connecting at
+    startup) goes out before the answer, which the library's own
+    negotiation takes as a failure.
+    """
+
+    def connect(self, negotiate: bool = True) -> Optional[Dict[str, Any]]:
+        self._qmp.await_greeting = True
+        self._qmp.negotiate = False
+        self._sync(self._qmp.connect(self._address))
+        if negotiate:
+            self.cmd('qmp_capabilities')
+        return self._get_greeting()
+
+
+class VM(iotests.VM):
+    """
+    iotests' VM, whose QMP client does not fail the launch when an event
+    comes before the answer to qmp_capabilities (see _QMPConnection): a
+    drbd node given on the command line emits its first state changes
+    while the client negotiates
+    """
+
+    def _pre_launch(self) -> None:
+        super()._pre_launch()
+        if self._sock_pair is not None:
+            self._qmp_connection = _QMPConnection(self._sock_pair[1],
+                                                  nickname=self._name)
+
+
+# The state of a drbd node
+
+def drbd_info(mon: Any, name: str) -> Dict[str, Any]:
+    """What query-drbd on @mon (a daemon or a VM) says of node @name"""
+    for info in mon.cmd('query-drbd'):
+        if info['node-name'] == name:
+            return info
+    raise AssertionError(f'query-drbd does not list {name}')
+
+
+def state_is(info: Dict[str, Any], want: Dict[str, Any]) -> bool:
+    """Whether the members (or counters) of @info are as in @want: a
+    value, or a predicate on it"""
+    def ok(k: str, v: Any) -> bool:
+        got = info['counters'][k] if k in info['counters'] \
+            else info.get(k)
+        return bool(v(got)) if callable(v) else got == v
+
+    return all(ok(k, v) for k, v in want.items())
+
+
+def wait_until(cond: Callable[[], Optional[T]], timeout: float,
+               what: Callable[[], str], interval: float = 0.05) -> T:
+    """
+    Poll @cond until it returns a true value, and return that; after
+    @timeout seconds fail, saying what was waited for and what was last
+    seen (@what)
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        ret = cond()
+        if ret:
+            return ret
+        if time.monotonic() > deadline:
+            raise AssertionError(f'waited {timeout} s for {what()}')
+        time.sleep(interval)
+
+
+def wait_drbd(mon: Any, name: str, timeout: float = 20,
+              **want: Any) -> Dict[str, Any]:
+    """
+    Poll query-drbd until @name's members (or counters) are as in @want
+    (a value, or a predicate on it); '_' in a key stands for '-'
+    """
+    want = {k.replace('_', '-'): v for k, v in want.items()}
+    last: List[Dict[str, Any]] = [{}]
+
+    def done() -> Optional[Dict[str, Any]]:
+        last[0] = drbd_info(mon, name)
+        return last[0] if state_is(last[0], want) else None
+
+    return wait_until(done, timeout,
+                      lambda: f'{name} to be {want}; last state: {last[0]}')
+
+
+def hold_still(seconds: float) -> None:
+    """
+    Let @seconds pass, in a test that shows that something does NOT
+    happen (a node stays refused, a paused resync sends nothing): there is
+    no event to wait for, only time in which it would have happened.  A
+    sleep that waits for something to happen is a wait_until() instead.
+    """
+    time.sleep(seconds)
+
+
+def read_file(path: str, offset: int, length: int) -> bytes:
+    with open(path, 'rb') as f:
+        f.seek(offset)
+        return f.read(length)
+
+
+def md_info(path: str) -> Dict[str, Any]:
+    """What qemu-img info -f drbd says of an image's metadata"""
+    out = qemu_img('info', '--output=json', '-U', '-f', 'drbd', path).stdout
+    data: Dict[str, Any] = json.loads(out)['format-specific']['data']
+    return data
+
+
+def unflagged(uuid: str) -> int:
+    """A generation UUID without its "primary" bit"""
+    return int(uuid, 16) & ~1
+
+
+def replicas_differ(a: str, b: str, fmt_a: str = 'drbd',
+                    fmt_b: str = 'drbd') -> Optional[str]:
+    """None if the images @a and @b hold the same data, else what
+    qemu-img compare says of them (the first offset that differs)"""
+    res = qemu_img('compare', '-f', fmt_a, '-F', fmt_b, a, b, check=False)
+    if res.returncode == 0:
+        return None
+    return (res.stdout or '').strip() or f'exit {res.returncode}'
+
+
+# Events
+
+def event_is(ev: QMPEvent, event: str, **data: Any) -> bool:
+    """Whether @ev is an @event whose data members are as in @data ('_'
+    stands for '-')"""
+    return ev['event'] == event and \
+        all(ev['data'].get(k.replace('_', '-')) == v for k, v in data.items())
+
+
+def pull_events(qmp: QEMUMonitorProtocol, into: List[QMPEvent]) -> int:
+    """Add the events pending on @qmp to @into; return how many it has"""
+    while True:
+        ev = qmp.pull_event(wait=False)
+        if ev is None:
+            return len(into)
+        into.append(ev)
+
+
+def wait_event(qmp: Callable[[], QEMUMonitorProtocol],
+               ok: Callable[[QMPEvent], bool], backlog: List[QMPEvent],
+               timeout: float, what: str) -> QMPEvent:
+    """
+    The first event that @ok accepts, from @backlog (out of which it is
+    taken) or the next ones the monitor @qmp() gets within @timeout
+    seconds; the others are left in @backlog for later
+    """
+    for old in backlog:
+        if ok(old):
+            backlog.remove(old)
+            return old
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            seen = [(e['event'], e['data']) for e in backlog]
+            raise AssertionError(f'no {what} in {timeout} s; events seen: '
+                                 f'{seen}')
+        try:
+            ev = qmp().pull_event(wait=float(left))
+        except (asyncio.TimeoutError, TimeoutError):
+            continue
+        if ev is None:
+            continue
+        if ok(ev):
+            return ev
+        backlog.append(ev)
+
+
+def wait_event_since(qmp: Callable[[], QEMUMonitorProtocol],
+                     events: List[QMPEvent], since: int,
+                     ok: Callable[[QMPEvent], bool], timeout: float,
+                     what: str) -> int:
+    """
+    The index in @events, which keeps every event of the monitor @qmp()
+    in order, of the first from the @since'th on that @ok accepts; waits
+    @timeout seconds for it
+    """
+    def find() -> Optional[int]:
+        pull_events(qmp(), events)
+        for i in range(since, len(events)):
+            if ok(events[i]):
+                return i
+        return None
+
+    return wait_until(find, timeout, lambda: f'{what}; events: '
+                      f'{[e["data"] for e in events[since:]]}')
+
+
+# Wire
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """@n bytes from @sock; EOFError if it closes first"""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError(f'connection closed after {len(buf)} of {n} '
+                           'bytes')
+        buf += chunk
+    return bytes(buf)
+
+
+def closed_by_peer(sock: socket.socket, timeout: float = 5) -> bool:
+    """Whether the other side closes @sock within @timeout seconds"""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        sock.settimeout(left)
+        try:
+            if sock.recv(65536) == b'':
+                return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+
+Pair = Tuple[socket.socket, socket.socket]
+
+
+class Proxy:
+    # pylint: disable=too-many-instance-attributes
+    """
+    A TCP proxy on 127.0.0.1 that forwards every connection made to it to
+    @target_port, each in its own pair of sockets (the one accepted from
+    the connecting node, the one to the target): a drbd connection is two
+    TCP connections (data and meta), and a reconnection makes new ones.
+
+    cut() closes every forwarded connection, both sides, and refuses new
+    ones (accepts and closes them at once) until restore().  freeze()
+    stops forwarding without closing anything, no FIN nor RST, as a peer
+    that hangs would, until restore().
+
+    A subclass sees the bytes that pass in passing(), or forwards a
+    direction its own way in start_pumps().
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.lock = threading.Lock()
+        self.pairs: List[Pair] = []
+        self.refusing = False
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.closed = False
+        self.accepted = 0
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.port = new_port()
+        self.listener.bind(('127.0.0.1', self.port))
+        self.listener.listen(16)
+        self.listener.settimeout(0.1)
+        self.thread = threading.Thread(target=self.accept_loop, daemon=True)
+        self.thread.start()
+
+    def accept_loop(self) -> None:
+        while not self.closed:
+            try:
+                down, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            with self.lock:
+                refuse = self.refusing or self.closed
+            if refuse:
+                self.close_socket(down)
+                continue
+            try:
+                up = socket.create_connection(('127.0.0.1', self.target_port),
+                                              timeout=2)
+            except OSError:
+                self.close_socket(down)
+                continue
+            pair = (down, up)
+            for s in pair:
+                s.settimeout(None)
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                if self.refusing or self.closed:
+                    refuse = True
+                else:
+                    self.pairs.append(pair)
+                    self.accepted += 1
+            if refuse:
+                self.drop(pair)
+                continue
+            self.start_pumps(pair)
+
+    def start_pumps(self, pair: Pair) -> None:
+        """Forward both directions of @pair, each in a thread"""
+        for src, dst in (pair, pair[::-1]):
+            threading.Thread(target=self.pump, args=(src, dst, pair),
+                             daemon=True).start()
+
+    def passing(self, pair: Pair, to_target: bool, data: bytes) -> None:
+        """@data is forwarded on @pair, to the target or from it"""
+
+    def pump(self, src: socket.socket, dst: socket.socket,
+             pair: Pair) -> None:
+        try:
+            while True:
+                self.flowing.wait()
+                data = src.recv(65536)
+                if not data:
+                    break
+                self.flowing.wait()
+                self.passing(pair, src is pair[0], data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            self.drop(pair)
+
+    @staticmethod
+    def close_socket(s: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            s.close()
+
+    def drop(self, pair: Pair) -> None:
+        with self.lock:
+            if pair not in self.pairs:
+                return
+            self.pairs.remove(pair)
+        for s in pair:
+            self.close_socket(s)
+
+    def cut(self) -> int:
+        """Close all forwarded connections; refuse new ones"""
+        with self.lock:
+            self.refusing = True
+            pairs = list(self.pairs)
+        for pair in pairs:
+            self.drop(pair)
+        return len(pairs)
+
+    def freeze(self) -> None:
+        """Forward nothing more, close nothing"""
+        self.flowing.clear()
+
+    def restore(self) -> None:
+        with self.lock:
+            self.refusing = False
+        self.flowing.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.cut()
+        self.flowing.set()
+        self.listener.close()
+        self.thread.join(5)
+
+
+class Writer:
+    # pylint: disable=too-many-instance-attributes
+    """
+    A guest: @clients qemu-io processes connected to the NBD export @uri
+    (of a disk of @size bytes) for as long as the writer runs, each
+    writing 4k to 64k with random patterns (from @seed) at random places
+    of its own part of the disk, one write after the other, and a flush
+    every 32 writes, until stopped.  No two writes in flight overlap, so
+    that the order in which the primary and its peer apply them cannot
+    make the replicas differ.  Each completed write goes to @record
+    ('acked', offset, length, pattern); a failed one ends its client, and
+    goes to @record as 'unknown'.
+
+    The clients stay connected: QEMU's NBD server asserts (nbd/server.c,
+    blk_aio_attached: client->recv_coroutine == NULL) when a client that
+    connects while the exported node is drained for a move to another
+    AioContext is still there when the move ends, with any block driver
+    (a file node alone does it), so a writer that connects anew for every
+    batch cannot be used while nodes are moved.
+    """
+
+    def __init__(self, uri: str, size: int, seed: int,
+                 record: Optional[Callable[[str, int, int, int], None]] = None,
+                 clients: int = 4) -> None:
+        self.size = size
+        self.record = record
+        self.stop_ev = threading.Event()
+        self.lock = threading.Lock()
+        self.writes = 0
+        self.errors: List[Tuple[float, str]] = []
+        self.procs = [iotests.QemuIoInteractive('-f', 'raw', uri)
+                      for _ in range(clients)]
+        self.threads = [threading.Thread(target=self.run,
+                                         args=(k, seed * 100 + k),
+                                         daemon=True)
+                        for k in range(clients)]
+        for t in self.threads:
+            t.start()
+
+    def run(self, k: int, seed: int) -> None:
+        rng = random.Random(seed)
+        qio = self.procs[k]
+        region = self.size // len(self.procs)
+        n = 0
+        while not self.stop_ev.is_set():
+            length = rng.randint(1, 16) * 4096
+            offset = k * region + rng.randrange(region // 65536) * 65536 + \
+                rng.randint(0, 16 - length // 4096) * 4096
+            pattern = rng.randint(1, 255)
+            cmd = f'write -P {pattern:#x} {offset} {length}'
+            expect = f'wrote {length}/{length} bytes'
+            n += 1
+            is_write = n % 32 != 0
+            if not is_write:
+                cmd, expect = 'flush', ''
+            try:
+                out = qio.cmd(cmd)
+            except Exception as e:  # pylint: disable=broad-except
+                out = f'qemu-io died: {e!r}'
+                expect = 'qemu-io alive'
+            if 'failed' in out or expect not in out:
+                with self.lock:
+                    self.errors.append((time.monotonic(),
+                                        f'client {k}: {cmd}: {out[-1000:]}'))
+                if is_write and self.record:
+                    self.record('unknown', offset, length, pattern)
+                return
+            if is_write:
+                if self.record:
+                    self.record('acked', offset, length, pattern)
+                with self.lock:
+                    self.writes += 1
+
+    def alive(self) -> bool:
+        return all(t.is_alive() for t in self.threads)
+
+    def error_texts(self) -> List[str]:
+        with self.lock:
+            return [e[1] for e in self.errors]
+
+    def stop(self) -> None:
+        self.stop_ev.set()
+        deadline = time.monotonic() + 60
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        hung = any(t.is_alive() for t in self.threads)
+        if hung:
+            with self.lock:
+                self.errors.append((time.monotonic(),
+                                    'a write did not complete in 60 s'))
+        for qio in self.procs:
+            # pylint: disable=protected-access
+            if hung:
+                qio._p.kill()
+                qio._p.communicate()
+            else:
+                with contextlib.suppress(Exception):
+                    qio.close()
+
+
+class PairTestCase(iotests.QMPTestCase):
+    """
+    A test case over a pair of qemu-storage-daemons that each export
+    their drbd node over NBD: 'a' (node-id 0, drbd0) connects to 'b'
+    (node-id 1, drbd1), which listens.  A subclass names their images
+    (@images, made afresh with @size bytes for each case) and NBD
+    sockets (@sockets).
+    """
+    size = 4 * MiB
+    images: Dict[str, str] = {}
+    sockets: Dict[str, str] = {}
+    node = {'a': 'drbd0', 'b': 'drbd1'}
+    qsd: Dict[str, Optional[iotests.QemuStorageDaemon]]
+    backlog: Dict[str, List[QMPEvent]]
+
+    def setUp(self) -> None:
+        for f in self.images.values():
+            qemu_img('create', '-f', 'drbd', f, str(self.size))
+        self.port = new_port()
+        self.qsd = {'a': None, 'b': None}
+        self.backlog = {'a': [], 'b': []}
+        mark_logs(self.id(), *self.images)
+
+    def tearDown(self) -> None:
+        for name in self.images:
+            self.stop(name)
+        for f in self.images.values():
+            os.remove(f)
+
+    def start(self, name: str, role: str,
+              extra: str = '') -> iotests.QemuStorageDaemon:
+        """Node @name as @role, with the drbd options @extra"""
+        qsd = start_qsd(
+            name,
+            '--blockdev', f'driver=file,node-name=file-{name},'
+            f'filename={self.images[name]},discard=unmap',
+            '--blockdev', f'driver=drbd,node-name={self.node[name]},'
+            f'file=file-{name},role={role},discard=unmap,'
+            f'{pair_opts(name, self.port)}{extra}',
+            '--nbd-server',
+            f'addr.type=unix,addr.path={self.sockets[name]}',
+            '--export', f'type=nbd,id=exp-{name},'
+            f'node-name={self.node[name]},writable=on')
+        self.qsd[name] = qsd
+        return qsd
+
+    def stop(self, name: str) -> None:
+        qsd = self.qsd[name]
+        if qsd is not None:
+            self.qsd[name] = None
+            stop_qsd(qsd)
+
+    def q(self, name: str) -> iotests.QemuStorageDaemon:
+        return alive(self.qsd[name], name)
+
+    def info(self, name: str) -> Dict[str, Any]:
+        return drbd_info(self.q(name), self.node[name])
+
+    def wait(self, name: str, **want: Any) -> Dict[str, Any]:
+        return wait_drbd(self.q(name), self.node[name], **want)
+
+    def wait_event(self, name: str, timeout: float = 20,
+                   event: str = 'DRBD_STATE_CHANGE',
+                   **match: Any) -> Dict[str, Any]:
+        """Wait for an @event of @name with data as in @match"""
+        match['node_name'] = self.node[name]
+        return wait_event(lambda: self.q(name).get_qmp(),
+                          lambda ev: event_is(ev, event, **match),
+                          self.backlog[name], timeout,
+                          f'{event} {match} of node {name}')
+
+    def io(self, name: str, *cmds: str) -> str:
+        """Run qemu-io commands on @name's drbd node through NBD"""
+        res = qemu_io('-f', 'raw', *io_args(*cmds),
+                      f'nbd+unix:///{self.node[name]}?'
+                      f'socket={self.sockets[name]}', check=False)
+        self.q(name)    # still alive
+        return res.stdout
+
+    def io_ok(self, name: str, *cmds: str) -> None:
+        out = self.io(name, *cmds)
+        self.assertNotIn('failed', out)
+
+    def start_pair(self) -> None:
+        """A primary, B secondary, connected"""
+        self.start('b', 'secondary')
+        self.start('a', 'primary')
+        self.wait('a', connection='connected', peer_role='secondary')
+        self.wait('b', connection='connected', peer_role='primary')
+
+
+class PrimarySecondaryCase(iotests.QMPTestCase):
+    """
+    A test case over a primary's and a secondary's qemu-storage-daemon
+    (named 'primary' and 'secondary'), started by the subclass
+    """
+    primary: Optional[iotests.QemuStorageDaemon]
+    secondary: Optional[iotests.QemuStorageDaemon]
+
+    def p(self) -> iotests.QemuStorageDaemon:
+        """The primary's daemon, which must still be running"""
+        return alive(self.primary, 'primary')
+
+    def s(self) -> iotests.QemuStorageDaemon:
+        """The secondary's daemon, which must still be running"""
+        return alive(self.secondary, 'secondary')
+
+    def stop_primary(self, sig: int = signal.SIGTERM) -> None:
+        stop_qsd(self.p(), sig=sig)
+        self.primary = None
+
+    def stop_secondary(self, sig: int = signal.SIGTERM) -> None:
+        stop_qsd(self.s(), sig=sig)
+        self.secondary = None
+
+    @staticmethod
+    def refusals(option: str, alg_p: Optional[str],
+                 alg_s: Optional[str]) -> Dict[str, str]:
+        """Why each node (drbd0, the primary's; drbd1, the secondary's)
+        refuses the other when their @option are @alg_p and @alg_s"""
+        p, s = alg_p or 'none', alg_s or 'none'
+        return {'drbd0': f"the peer's {option} is {s}, this node's {p}",
+                'drbd1': f"the peer's {option} is {p}, this node's {s}"}
+
+    def wait_refused(self, option: str, alg_p: Optional[str],
+                     alg_s: Optional[str]) -> None:
+        """
+        The primary and the secondary, whose @option are @alg_p and
+        @alg_s, refuse each other: neither ever connects, and each says
+        why in last-error, naming both
+        """
+        reasons = self.refusals(option, alg_p, alg_s)
+        daemon = {'drbd0': self.p, 'drbd1': self.s}
+        pending = dict(reasons)
+
+        def refused() -> bool:
+            for node, reason in list(pending.items()):
+                info = drbd_info(daemon[node](), node)
+                self.assertNotEqual(info['connection'], 'connected', info)
+                self.assertEqual(info['peer-role'], 'unknown', info)
+                if reason in info.get('last-error', ''):
+                    del pending[node]
+            return not pending
+
+        wait_until(refused, 20, lambda: f'last-errors {pending}')
+
+    def assert_refusal_logged(self, option: str, alg_p: Optional[str],
+                              alg_s: Optional[str]) -> None:
+        """Each daemon's log says why its node refused the other"""
+        for node, reason in self.refusals(option, alg_p, alg_s).items():
+            name = 'primary' if node == 'drbd0' else 'secondary'
+            line = f"qemu-storage-daemon: warning: drbd node '{node}': " \
+                f'{reason}'
+            self.assertIn(line, log_section(log_path(name)))
+
+
+# Running a test
+
+def _cases(suite: Any) -> Iterator[unittest.TestCase]:
+    if isinstance(suite, unittest.TestSuite):
+        for t in suite:
+            yield from _cases(t)
+    else:
+        yield suite
+
+
+class CaseRecord:
+    """
+    Appends how each test case ended to a file, for scripts/check.sh:
+    the plan first, a line "# plan TEST CASE" for each case that is to
+    run, then a line per case as it ends, "ok TEST CASE", "not ok TEST
+    CASE" or "ok TEST CASE # SKIP why".  A planned case without its line
+    did not end: the test crashed or hung.
+
+    The file is $DRBD_IOTEST_CASES, or TEST.cases in the test's
+    directory.
+    """
+
+    def __init__(self) -> None:
+        self.test = os.path.basename(sys.argv[0])
+        self.path = os.environ.get('DRBD_IOTEST_CASES') or \
+            os.path.join(iotests.test_dir, f'{self.test}.cases')
+
+    def write(self, *lines: str) -> None:
+        with open(self.path, 'a', encoding='utf-8') as f:
+            for line in lines:
+                f.write(line.replace('\n', ' ') + '\n')
+
+    def plan(self, cases: Sequence[unittest.TestCase]) -> None:
+        self.write(*(f'# plan {self.test} {c.id()}' for c in cases))
+
+    def ended(self, case: unittest.TestCase, ok: bool,
+              skip: Optional[str] = None) -> None:
+        line = f'{"ok" if ok else "not ok"} {self.test} {case.id()}'
+        if skip is not None:
+            line += f' # SKIP {skip}'
+        self.write(line)
+
+
+_record = CaseRecord()
+
+
+class _RecordingResult(iotests.ReproducibleTestResult):
+    # pylint: disable=invalid-name  (unittest's names)
+    def addSuccess(self, test: unittest.TestCase) -> None:
+        super().addSuccess(test)
+        _record.ended(test, True)
+
+    def addError(self, test: unittest.TestCase, err: Any) -> None:
+        super().addError(test, err)
+        _record.ended(test, False)
+
+    def addFailure(self, test: unittest.TestCase, err: Any) -> None:
+        super().addFailure(test, err)
+        _record.ended(test, False)
+
+    def addSkip(self, test: unittest.TestCase, reason: str) -> None:
+        super().addSkip(test, reason)
+        _record.ended(test, True, reason)
+
+    def addExpectedFailure(self, test: unittest.TestCase, err: Any) -> None:
+        super().addExpectedFailure(test, err)
+        _record.ended(test, True)
+
+    def addUnexpectedSuccess(self, test: unittest.TestCase) -> None:
+        super().addUnexpectedSuccess(test)
+        _record.ended(test, False)
+
+
+class _RecordingRunner(iotests.ReproducibleTestRunner):
+    def __init__(self, stream: Any = None, **kwargs: Any) -> None:
+        super().__init__(stream, resultclass=_RecordingResult, **kwargs)
+
+    def run(self, test: Any) -> unittest.TestResult:
+        _record.plan(list(_cases(test)))
+        return super().run(test)
+
+
+def main(not_run: Optional[str] = None) -> None:
+    """
+    iotests.main() for a drbd test (raw images on files), which records
+    how each case ended (CaseRecord).  With @not_run, the test does not
+    run, for that reason, and its cases are recorded skipped.
+    """
+    try:
+        if not_run is not None:
+            iotests.notrun(not_run)
+        debug = iotests.execute_setup_common(supported_fmts=['raw'],
+                                             supported_protocols=['file'])
+    except SystemExit:
+        # iotests.notrun(): the cases are skipped
+        why = not_run or 'not run'
+        with contextlib.suppress(OSError):
+            with open(os.path.join(iotests.test_dir, f'{_record.test}.notrun'),
+                      encoding='utf-8') as f:
+                why = f.read().strip()
+        cases = list(_cases(unittest.defaultTestLoader.loadTestsFromModule(
+            sys.modules['__main__'])))
+        _record.plan(cases)
+        for case in cases:
+            _record.ended(case, True, why)
+        raise
+    # As iotests.execute_unittest(), with the recording runner
+    unittest.main(argv=sys.argv, testRunner=_RecordingRunner,
+                  verbosity=2 if debug else 1,
+                  warnings=None if sys.warnoptions else 'ignore')
