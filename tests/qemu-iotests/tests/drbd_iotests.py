@@ -250,11 +250,26 @@ def stop_qsd(qsd: iotests.QemuStorageDaemon, timeout: float = 15,
     try:
         ret = p.wait(timeout)
     except subprocess.TimeoutExpired as e:
+        stacks = thread_stacks(p.pid)
         qsd.stop(kill_signal=9)
         raise AssertionError(f'qemu-storage-daemon did not exit on signal '
-                             f'{sig}') from e
+                             f'{sig}; its threads:\n{stacks}') from e
     qsd.stop()
     return ret
+
+
+def thread_stacks(pid: int) -> str:
+    """The stacks of @pid's threads, for a process that hangs (gdb)"""
+    try:
+        res = subprocess.run(['gdb', '-p', str(pid), '-batch', '-nx',
+                              '-ex', 'thread apply all bt 30'],
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=60,
+                             check=False, universal_newlines=True)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f'(no stacks: {e})'
+    return '\n'.join(line for line in res.stdout.splitlines()
+                     if line.startswith(('#', 'Thread')))
 
 
 def alive(qsd: Optional[iotests.QemuStorageDaemon],
