@@ -32,6 +32,7 @@
 #include "qemu/timer.h"
 #include "migration/blocker.h"
 #include "qobject/qdict.h"
+#include "qobject/qstring.h"
 #include "qapi/qapi-visit-block-core.h"
 #include "system/block-backend.h"
 #include "trace.h"
@@ -1522,7 +1523,24 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
     g_autoptr(QDict) old = NULL;
     g_autoptr(QDict) new = NULL;
     const QDictEntry *e;
+    QString *file;
 
+    /*
+     * The metadata was read from (or beside) this file child, and is
+     * written there: another one would take writes meant for the old
+     * one's disk.  A new disk comes by drbd-detach and drbd-attach.
+     */
+    file = qobject_to(QString, qdict_get(state->options, "file"));
+    if (qdict_haskey(state->options, "file") &&
+        (!state->bs->file || !file ||
+         strcmp(qstring_get_str(file),
+                bdrv_get_node_name(state->bs->file->bs)))) {
+        error_setg(errp, "drbd node '%s': its file child cannot be "
+                   "replaced by a reopen", drbd_name(s));
+        error_append_hint(errp, "Give it another disk with drbd-detach and "
+                          "drbd-attach.\n");
+        return -EINVAL;
+    }
     opts = drbd_parse_options(state->options, errp);
     if (!opts) {
         return -EINVAL;

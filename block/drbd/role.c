@@ -705,19 +705,26 @@ void drbd_auto_init(BDRVDrbdState *s)
                                    drbd_auto_demote_bh, s);
 }
 
-/* The last writer let go: demote, in the main loop, if none came back */
+/*
+ * The last writer let go: demote, in the main loop, if none came back.
+ * The demotion polls: the node is held meanwhile, or a close in there
+ * would free it under us (a close that started already demotes itself).
+ */
 static void drbd_auto_demote_bh(void *opaque)
 {
     BDRVDrbdState *s = opaque;
+    BlockDriverState *bs = s->bs;
     Error *local_err = NULL;
 
-    if (qatomic_read(&s->write_perm)) {
+    if (qatomic_read(&s->write_perm) || !bs->refcnt) {
         return;
     }
+    bdrv_ref(bs);
     if (drbd_demote(s, &local_err) < 0) {
         warn_reportf_err(local_err, "drbd node '%s': auto-demote: ",
                          drbd_name(s));
     }
+    bdrv_unref(bs);
 }
 
 /*
