@@ -2,6 +2,7 @@
 #
 #   make          install build dependencies, fetch QEMU, build, run the demo
 #   make check    build if needed, run the drbd unit tests and iotests
+#   make check-qemu  QEMU's own iotests on a drbd node (not in make check)
 #   make bench    run the benchmarks in tests/bench
 #   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
 #                 if missing) and run each for FUZZ_SECONDS (default 60);
@@ -35,7 +36,7 @@ export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHON
 
 TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
 
-.PHONY: all deps build demo check bench fuzz clean distclean
+.PHONY: all deps build demo check check-qemu bench fuzz clean distclean
 all: demo
 
 deps:
@@ -65,6 +66,9 @@ demo: build
 
 check: build
 	sh scripts/check.sh $(BLD) $(DRBD_UNIT_TESTS)
+
+check-qemu: build
+	sh scripts/check-qemu.sh $(BLD)
 
 bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)
