@@ -7,6 +7,13 @@
 #   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
 #                 if missing) and run each for FUZZ_SECONDS (default 60);
 #                 fails if one finds a crash (see tests/fuzz/README.rst)
+#   make mutate   mutation testing (scripts/mutate.py): plant each one-line
+#                 bug of tests/mutation/mutants.txt alone in the sources,
+#                 rebuild, run the tests it names, put the source back, and
+#                 print which tests killed which mutant, and the score.
+#                 It edits block/drbd/ while it runs (restoring each file,
+#                 and the build, at the end): not while you edit there.
+#                 MUTATE_ARGS="--only ID,..." runs some of them
 #
 #   SANITIZE=1    (with build or check) a second build, under
 #                 build/qemu-build-san, with AddressSanitizer and UBSan;
@@ -36,7 +43,7 @@ export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHON
 
 TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
 
-.PHONY: all deps build demo check check-qemu bench fuzz clean distclean
+.PHONY: all deps build demo check check-qemu bench fuzz mutate clean distclean
 all: demo
 
 deps:
@@ -83,6 +90,9 @@ fuzz: build
 	@sh scripts/fuzz.sh deps
 	sh scripts/fuzz.sh build $(SRC) $(BLD) $(B)/fuzz
 	sh scripts/fuzz.sh run $(B)/fuzz $(FUZZ_SECONDS)
+
+mutate: build
+	python3 scripts/mutate.py --build $(BLD) $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(BLD) $(CONFIGURED)

@@ -1,8 +1,12 @@
 /*
  * drbd connection layer: two nodes in one process, connected over a unix
  * socket, replicate what the primary writes, refuse guest I/O on the
- * secondary, resynchronize after a disconnect, and a node survives a peer
- * that sends it garbage
+ * secondary, resynchronize after a disconnect, a node survives a peer
+ * that sends it garbage, and it refuses a peer whose answer to its
+ * challenge is anything but the right HMAC.  A fake secondary checks the
+ * epochs a primary sends and how it takes a failed resync write; a fake
+ * primary checks the order in which a secondary starts writes, and that
+ * a sync target serves no reads and no verify.
  *
  * Everything runs in the main loop: the test drives it with poll_until()
  * and reads the nodes' states with qmp_query_drbd().
@@ -15,6 +19,8 @@
 #include "qemu/osdep.h"
 #include "block/aio.h"
 #include "block/block-global-state.h"
+#include "crypto/init.h"
+#include "crypto/secret.h"
 #include "io/channel-socket.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-drbd.h"
@@ -29,6 +35,7 @@
 #include "qemu/units.h"
 #include "qobject/qdict.h"
 #include "system/block-backend.h"
+#include "../../block/drbd/drbd-int.h"   /* drbd_auth_answer() */
 #include "../../block/drbd/rle.h"
 #include "../../block/drbd/wire.h"
 
@@ -262,15 +269,41 @@ static void fill_pattern(uint8_t *buf, size_t len, unsigned seed)
     buf[0] = seed;  /* never all zeroes */
 }
 
-/* Write through @blk and record what the images must hold */
+/* Writes in flight, counted down as they complete, each successfully */
+static void count_down_cb(void *opaque, int ret)
+{
+    g_assert_cmpint(ret, ==, 0);
+    (*(int *)opaque)--;
+}
+
+static bool counted_down(void *opaque)
+{
+    return *(int *)opaque == 0;
+}
+
+/*
+ * Write through @blk with @flags and record what the images must hold;
+ * a write that does not complete in time fails the test
+ */
+static void pair_write_flags(Pair *p, BlockBackend *blk, int64_t offset,
+                             int64_t bytes, unsigned seed,
+                             BdrvRequestFlags flags)
+{
+    g_autofree uint8_t *buf = g_malloc(bytes);
+    QEMUIOVector qiov;
+    int pending = 1;
+
+    fill_pattern(buf, bytes, seed);
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    blk_aio_pwritev(blk, offset, &qiov, flags, count_down_cb, &pending);
+    poll_until(counted_down, &pending, POLL_TIMEOUT_MS, "a write completes");
+    memcpy(p->expect + offset, buf, bytes);
+}
+
 static void pair_write(Pair *p, BlockBackend *blk, int64_t offset,
                        int64_t bytes, unsigned seed)
 {
-    g_autofree uint8_t *buf = g_malloc(bytes);
-
-    fill_pattern(buf, bytes, seed);
-    g_assert_cmpint(blk_pwrite(blk, offset, bytes, buf, 0), ==, 0);
-    memcpy(p->expect + offset, buf, bytes);
+    pair_write_flags(p, blk, offset, bytes, seed, 0);
 }
 
 /* The first offset where @path differs from @expect, or -1 */
@@ -351,6 +384,9 @@ static void test_replicate(gconstpointer data)
     int i;
 
     pair_setup(&p, protocol);
+    /* FUA: on the peer's disk too when it completes, whatever protocol */
+    pair_write_flags(&p, p.a, 6 * MiB, 64 * KiB, 99, BDRV_REQ_FUA);
+    total += 64 * KiB;
     for (i = 0; i < ARRAY_SIZE(writes); i++) {
         pair_write(&p, p.a, writes[i].offset, writes[i].bytes, i + 1);
         total += writes[i].bytes;
@@ -408,6 +444,68 @@ static void test_secondary_refuses_io(void)
     /* Neither image was touched */
     g_assert_cmpint(image_differs(p.path_a, p.expect), ==, -1);
     g_assert_cmpint(image_differs(p.path_b, p.expect), ==, -1);
+    pair_teardown(&p);
+}
+
+/* drbd-promote and drbd-demote, coroutine QMP commands, from the test */
+typedef struct RoleCall {
+    const char *node;
+    bool demote;
+    Error *err;
+    bool done;
+} RoleCall;
+
+static void coroutine_fn role_call_co(void *opaque)
+{
+    RoleCall *c = opaque;
+
+    if (c->demote) {
+        qmp_drbd_demote(c->node, &c->err);
+    } else {
+        qmp_drbd_promote(c->node, false, false, &c->err);
+    }
+    c->done = true;
+}
+
+static bool role_call_done(void *opaque)
+{
+    return ((RoleCall *)opaque)->done;
+}
+
+/* The error of drbd-promote (or drbd-demote) of @node; NULL if none */
+static Error *role_call(const char *node, bool demote)
+{
+    RoleCall c = { .node = node, .demote = demote };
+
+    qemu_coroutine_enter(qemu_coroutine_create(role_call_co, &c));
+    poll_until(role_call_done, &c, POLL_TIMEOUT_MS,
+               demote ? "drbd-demote" : "drbd-promote");
+    return c.err;
+}
+
+/*
+ * A secondary whose peer is primary is not promoted, and says why (the
+ * peer would refuse too, but only the node knows what to tell the
+ * operator); once the peer is demoted, it is
+ */
+static void test_promote_peer_primary(void)
+{
+    g_autoptr(DrbdInfo) b = NULL;
+    Error *err;
+    Pair p;
+
+    pair_setup(&p, "c");
+    err = role_call(NODE_B, false);
+    g_assert_nonnull(err);
+    g_test_message("drbd-promote: %s", error_get_pretty(err));
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "the peer is primary; demote it first"));
+    error_free(err);
+
+    g_assert_null(role_call(NODE_A, true));
+    g_assert_null(role_call(NODE_B, false));
+    b = query(NODE_B);
+    g_assert_cmpint(b->role, ==, DRBD_ROLE_PRIMARY);
     pair_teardown(&p);
 }
 
@@ -556,6 +654,7 @@ typedef enum HostileMode {
     HOSTILE_WRITE_PRIMARY,      /* handshake; a valid DATA to the primary */
     HOSTILE_BAD_META,           /* handshake; a PING with a payload */
     HOSTILE_BARRIER_ACK,        /* handshake; ack an epoch never closed */
+    HOSTILE_OOS_MISALIGNED,     /* handshake; OUT_OF_SYNC from mid-block */
 } HostileMode;
 
 typedef struct Hostile {
@@ -572,6 +671,23 @@ typedef struct Hostile {
     bool done;                  /* the fake peer's coroutine returned */
     bool handshake_done;        /* it took A through the handshake */
     char *error;                /* what went wrong on the fake peer's side */
+    const struct AuthCase *auth; /* A has a secret; the fake peer's answer */
+    bool proven;                /* A took it, and opened its meta channel */
+    const char *const *a_opts;  /* more options of A: key, value, ..., NULL */
+    bool a_has_bits;            /* A's bitmap may have bits set */
+    bool deferred;              /* the test starts the fake peer itself */
+    /* After the handshake, what the fake peer does as a secondary */
+    int coroutine_fn (*serve)(struct Hostile *h, Error **errp);
+    /* WRITE_ACKs wait for a BARRIER, or until this many DATA came */
+    unsigned hold_acks;
+    unsigned ndata;             /* DATA received */
+    uint32_t data_epoch[64];    /* ... the epoch of each */
+    unsigned barriers_before[64]; /* ... BARRIERs received before each */
+    unsigned nbarriers;         /* BARRIERs received */
+    DrbdBarrier barrier[64];    /* ... each */
+    Coroutine *held_co;         /* the fake peer, waiting for the test */
+    uint64_t oos_before;        /* A's oos when its first chunk came */
+    bool neg_acked;             /* a resync chunk was answered NEG_ACK */
 } Hostile;
 
 static bool hostile_handshakes(HostileMode mode)
@@ -606,33 +722,45 @@ static int coroutine_fn fake_write(QIOChannelSocket *sioc, const void *buf,
                                  errp);
 }
 
-/* Read a packet that must be @cmd, as the driver's own decoder sees it */
-static int coroutine_fn fake_read(QIOChannelSocket *sioc, uint16_t cmd,
-                                  uint8_t **payload, uint32_t *len,
-                                  Error **errp)
+/* Read the next packet, as the driver's own decoder sees it */
+static int coroutine_fn fake_read_any(QIOChannelSocket *sioc, DrbdHeader *h,
+                                      uint8_t **payload, Error **errp)
 {
     uint8_t hbuf[DRBD_WIRE_HEADER_SIZE];
-    DrbdHeader h;
 
     *payload = NULL;
     if (qio_channel_read_all(QIO_CHANNEL(sioc), (char *)hbuf, sizeof(hbuf),
                              errp) < 0 ||
-        drbd_wire_get_header(hbuf, &h, errp) < 0) {
+        drbd_wire_get_header(hbuf, h, errp) < 0) {
+        return -EIO;
+    }
+    *payload = g_malloc(h->length + 1);
+    if (h->length && qio_channel_read_all(QIO_CHANNEL(sioc),
+                                          (char *)*payload, h->length,
+                                          errp) < 0) {
+        g_clear_pointer(payload, g_free);
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Read a packet that must be @cmd */
+static int coroutine_fn fake_read(QIOChannelSocket *sioc, uint16_t cmd,
+                                  uint8_t **payload, uint32_t *len,
+                                  Error **errp)
+{
+    DrbdHeader h;
+
+    if (fake_read_any(sioc, &h, payload, errp) < 0) {
         return -EIO;
     }
     if (h.cmd != cmd) {
+        g_clear_pointer(payload, g_free);
         error_setg(errp, "expected %s from node A, got %s",
                    drbd_cmd_name(cmd), drbd_cmd_name(h.cmd));
         return -EPROTO;
     }
-    *payload = g_malloc(h.length + 1);
     *len = h.length;
-    if (h.length && qio_channel_read_all(QIO_CHANNEL(sioc),
-                                         (char *)*payload, h.length,
-                                         errp) < 0) {
-        g_clear_pointer(payload, g_free);
-        return -EIO;
-    }
     return 0;
 }
 
@@ -737,10 +865,11 @@ static int coroutine_fn fake_params(Hostile *h, Error **errp)
             goto out;
         }
     }
-    if (hbitmap_count(hb)) {
+    if (hbitmap_count(hb) && !h->a_has_bits) {
         error_setg(errp, "node A sent a bitmap with bits set");
         goto out;
     }
+    hbitmap_reset_all(hb);
     pos = 0;
     while ((len = drbd_rle_encode(hb, nbits, &pos, chunk,
                                   DRBD_WIRE_MAX_BITMAP)) > 0) {
@@ -790,6 +919,8 @@ static int coroutine_fn fake_bad_hello(Hostile *h, Error **errp)
     return 0;
 }
 
+static int coroutine_fn fake_auth(Hostile *h, Error **errp);
+
 static void coroutine_fn fake_peer_co(void *opaque)
 {
     Hostile *h = opaque;
@@ -810,6 +941,15 @@ static void coroutine_fn fake_peer_co(void *opaque)
     if (fake_hello(h->data, false, &err) < 0) {
         goto fail;
     }
+    if (h->auth) {
+        if (fake_auth(h, &err) < 0) {
+            goto fail;
+        }
+        /* A, satisfied, connects its meta channel; refused, it does not */
+        h->meta = fake_accept(h);
+        h->proven = h->meta != NULL;
+        goto out;
+    }
     h->meta = fake_accept(h);
     if (!h->meta) {
         goto out;
@@ -818,6 +958,9 @@ static void coroutine_fn fake_peer_co(void *opaque)
         goto fail;
     }
     h->handshake_done = true;
+    if (h->serve && h->serve(h, &err) < 0) {
+        goto fail;
+    }
     goto out;
 
 fail:
@@ -845,6 +988,21 @@ static bool node_a_failed(void *opaque)
            a->last_error && strstr(a->last_error, h->expect_error);
 }
 
+/* Node A as open_a() makes it, once, with the options of @h->a_opts */
+static BlockBackend *open_a_hostile(Hostile *h)
+{
+    QDict *opts = node_options(NODE_A, h->path_a, "primary", "0", "c");
+
+    qdict_put_str(opts, "peer.type", "unix");
+    qdict_put_str(opts, "peer.path", h->sock);
+    /* One attempt only: a retry would replace the error under test */
+    qdict_put_str(opts, "connect-interval", "60000");
+    for (int i = 0; h->a_opts && h->a_opts[i]; i += 2) {
+        qdict_put_str(opts, h->a_opts[i], h->a_opts[i + 1]);
+    }
+    return blk_new_open(NULL, NULL, opts, BDRV_O_RDWR, &error_abort);
+}
+
 static void hostile_setup(Hostile *h)
 {
     g_autoptr(SocketAddress) addr = g_new0(SocketAddress, 1);
@@ -860,10 +1018,10 @@ static void hostile_setup(Hostile *h)
     g_assert_cmpint(qio_channel_socket_listen_sync(h->listener, addr, 4,
                                                    &error_abort), ==, 0);
     setup_channel(h->listener);
-    qemu_coroutine_enter(qemu_coroutine_create(fake_peer_co, h));
-
-    /* One attempt only: a retry would replace the error under test */
-    h->a = open_a(h->path_a, h->sock, "c", "60000", NULL);
+    if (!h->deferred) {
+        qemu_coroutine_enter(qemu_coroutine_create(fake_peer_co, h));
+    }
+    h->a = open_a_hostile(h);
 }
 
 static void hostile_teardown(Hostile *h)
@@ -935,6 +1093,13 @@ static void hostile_after_handshake(Hostile *h)
         sioc = h->meta;
         break;
     }
+    case HOSTILE_OOS_MISALIGNED: {
+        /* Sector aligned, and its end on a 4 KiB boundary: the start not */
+        DrbdBlockAck range = { .offset = 512, .bytes = 4 * KiB - 512 };
+
+        drbd_wire_put_block_ack(pkt, DRBD_CMD_OUT_OF_SYNC, &range);
+        break;
+    }
     case HOSTILE_BAD_META:
         buf = g_malloc0(DRBD_WIRE_HEADER_SIZE + 8);
         stl_be_p(buf, DRBD_WIRE_MAGIC);
@@ -965,6 +1130,7 @@ static const HostileCase hostile_cases[] = {
     { "long-data", HOSTILE_LONG_DATA, "length" },
     { "write-to-primary", HOSTILE_WRITE_PRIMARY, "primary" },
     { "bad-meta", HOSTILE_BAD_META, "length" },
+    { "out-of-sync-misaligned", HOSTILE_OOS_MISALIGNED, "not aligned" },
 };
 
 static void test_hostile(gconstpointer data)
@@ -1046,6 +1212,760 @@ static void test_hostile_barrier_ack(void)
     hostile_teardown(&h);
 }
 
+/*
+ * The fake peer as a secondary (Hostile.serve): it takes A's writes and
+ * barriers, acks them as protocol C asks, and records the epoch of each
+ * write and the barriers between them.  A's closing the connection ends
+ * it.
+ */
+static int coroutine_fn fake_ack_writes(Hostile *h, GArray *held,
+                                        Error **errp)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+    for (guint i = 0; i < held->len; i++) {
+        drbd_wire_put_block_ack(pkt, DRBD_CMD_WRITE_ACK,
+                                &g_array_index(held, DrbdBlockAck, i));
+    }
+    g_array_set_size(held, 0);
+    return pkt->len ? fake_write(h->meta, pkt->data, pkt->len, errp) : 0;
+}
+
+static int coroutine_fn fake_serve_writes(Hostile *h, Error **errp)
+{
+    g_autoptr(GArray) held = g_array_new(false, false, sizeof(DrbdBlockAck));
+
+    for (;;) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        g_autofree uint8_t *payload = NULL;
+        DrbdDataPacket p;
+        DrbdBlockAck ack;
+        DrbdHeader hdr;
+        DrbdBarrier b;
+
+        if (fake_read_any(h->data, &hdr, &payload, NULL) < 0) {
+            return 0;
+        }
+        switch (hdr.cmd) {
+        case DRBD_CMD_DATA:
+            if (drbd_wire_get_data(hdr.cmd, payload, hdr.length, IMG_SIZE,
+                                   &p, errp) < 0) {
+                return -EPROTO;
+            }
+            g_assert_cmpuint(h->ndata, <, ARRAY_SIZE(h->data_epoch));
+            h->data_epoch[h->ndata] = p.epoch;
+            h->barriers_before[h->ndata] = h->nbarriers;
+            h->ndata++;
+            ack = (DrbdBlockAck) {
+                .offset = p.offset, .id = p.id, .bytes = p.bytes,
+            };
+            g_array_append_val(held, ack);
+            if (h->ndata >= h->hold_acks &&
+                fake_ack_writes(h, held, errp) < 0) {
+                return -EIO;
+            }
+            break;
+        case DRBD_CMD_BARRIER:
+            if (drbd_wire_get_barrier(hdr.cmd, payload, hdr.length, &b,
+                                      errp) < 0) {
+                return -EPROTO;
+            }
+            g_assert_cmpuint(h->nbarriers, <, ARRAY_SIZE(h->barrier));
+            h->barrier[h->nbarriers++] = b;
+            /* The epoch's writes are on disk, then the epoch is */
+            if (fake_ack_writes(h, held, errp) < 0) {
+                return -EIO;
+            }
+            b.flags = 0;
+            drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER_ACK, &b);
+            if (fake_write(h->meta, pkt->data, pkt->len, errp) < 0) {
+                return -EIO;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/*
+ * The epochs A sends its secondary: a write issued after another one
+ * completed goes in a new epoch, after the BARRIER that closes the old
+ * one (the secondary must not apply it first), and no epoch holds more
+ * than max-epoch-size writes
+ */
+static void test_epochs(void)
+{
+    static const char *const opts[] = { "max-epoch-size", "4", NULL };
+    Hostile h = {
+        .mode = HOSTILE_LONG_DATA,      /* any mode that handshakes */
+        .a_opts = opts,
+        .serve = fake_serve_writes,
+    };
+    g_autofree uint8_t *buf = g_malloc(4 * KiB);
+    QEMUIOVector qiov;
+    int pending = 10;
+    unsigned i, first, run;
+
+    hostile_setup(&h);
+    poll_until(node_connected, (char *)NODE_A, POLL_TIMEOUT_MS,
+               "A connected to the fake secondary");
+    fill_pattern(buf, 4 * KiB, 0x31);
+
+    /* One write after the other: the second depends on the first */
+    g_assert_cmpint(blk_pwrite(h.a, 0, 4 * KiB, buf, 0), ==, 0);
+    g_assert_cmpint(blk_pwrite(h.a, 64 * KiB, 4 * KiB, buf, 0), ==, 0);
+    g_assert_null(h.error);
+    g_assert_cmpuint(h.ndata, ==, 2);
+    g_assert_cmpuint(h.data_epoch[1], !=, h.data_epoch[0]);
+    g_assert_cmpuint(h.barriers_before[1], ==, h.barriers_before[0] + 1);
+    g_assert_cmpuint(h.barrier[h.barriers_before[0]].epoch, ==,
+                     h.data_epoch[0]);
+    g_assert_cmpuint(h.barrier[h.barriers_before[0]].set_size, ==, 1);
+
+    /* Ten at once, none acked before its epoch is closed or all came */
+    first = h.ndata;
+    h.hold_acks = first + 10;
+    qemu_iovec_init_buf(&qiov, buf, 4 * KiB);
+    for (i = 0; i < 10; i++) {
+        blk_aio_pwritev(h.a, 1 * MiB + i * 64 * KiB, &qiov, 0,
+                        count_down_cb, &pending);
+    }
+    poll_until(counted_down, &pending, POLL_TIMEOUT_MS,
+               "the ten writes complete");
+    g_assert_null(h.error);
+    g_assert_cmpuint(h.ndata, ==, first + 10);
+    for (i = first, run = 0; i < h.ndata; i++) {
+        run = i > first && h.data_epoch[i] == h.data_epoch[i - 1] ?
+              run + 1 : 1;
+        g_test_message("write %u: epoch %" PRIu32 ", %u in it so far", i,
+                       h.data_epoch[i], run);
+        g_assert_cmpuint(run, <=, 4);
+    }
+    for (i = 0; i < h.nbarriers; i++) {
+        g_assert_cmpuint(h.barrier[i].set_size, <=, 4);
+    }
+    hostile_teardown(&h);
+}
+
+/*
+ * The fake peer as a resync target that fails to write the first chunk
+ * it gets: NEG_ACK, and nothing acked after it
+ */
+static int coroutine_fn fake_serve_resync_neg_ack(Hostile *h, Error **errp)
+{
+    for (;;) {
+        g_autoptr(GByteArray) pkt = g_byte_array_new();
+        g_autofree uint8_t *payload = NULL;
+        DrbdDataPacket p;
+        DrbdBlockAck ack;
+        DrbdHeader hdr;
+
+        if (fake_read_any(h->data, &hdr, &payload, NULL) < 0) {
+            return 0;
+        }
+        if ((hdr.cmd != DRBD_CMD_RS_DATA && hdr.cmd != DRBD_CMD_RS_ZEROES) ||
+            h->neg_acked) {
+            continue;
+        }
+        if (drbd_wire_get_data(hdr.cmd, payload, hdr.length, IMG_SIZE, &p,
+                               errp) < 0) {
+            return -EPROTO;
+        }
+        /* The test notes A's bitmap now (not from a coroutine) */
+        h->held_co = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        ack = (DrbdBlockAck) {
+            .offset = p.offset, .id = p.id, .bytes = p.bytes,
+        };
+        drbd_wire_put_block_ack(pkt, DRBD_CMD_NEG_ACK, &ack);
+        if (fake_write(h->meta, pkt->data, pkt->len, errp) < 0) {
+            return -EIO;
+        }
+        h->neg_acked = true;
+    }
+}
+
+/*
+ * A resync chunk the target failed to write stays out of sync on the
+ * source: the next resync sends it again
+ */
+static bool fake_peer_held(void *opaque)
+{
+    Hostile *h = opaque;
+
+    return h->held_co || h->done;
+}
+
+static void test_resync_neg_ack(void)
+{
+    Hostile h = {
+        .mode = HOSTILE_LONG_DATA,      /* any mode that handshakes */
+        .deferred = true,
+        .a_has_bits = true,
+        .serve = fake_serve_resync_neg_ack,
+        .expect_error = "failed to write resync data",
+    };
+    g_autofree uint8_t *buf = g_malloc(64 * KiB);
+    g_autoptr(DrbdInfo) a = NULL;
+
+    hostile_setup(&h);
+    /* Before the fake peer answers A's HELLO: the peer lacks it */
+    fill_pattern(buf, 64 * KiB, 0x41);
+    g_assert_cmpint(blk_pwrite(h.a, 1 * MiB, 64 * KiB, buf, 0), ==, 0);
+    qemu_coroutine_enter(qemu_coroutine_create(fake_peer_co, &h));
+
+    poll_until(fake_peer_held, &h, POLL_TIMEOUT_MS,
+               "A sends the fake peer a resync chunk");
+    g_assert_nonnull(h.held_co);
+    a = query(NODE_A);
+    h.oos_before = a->counters->oos;
+    qapi_free_DrbdInfo(g_steal_pointer(&a));
+    qemu_coroutine_enter(g_steal_pointer(&h.held_co));
+
+    poll_until(node_a_failed, &h, POLL_TIMEOUT_MS,
+               "A drops the peer that failed a resync write");
+    g_assert_null(h.error);
+    g_assert_true(h.neg_acked);
+    a = query(NODE_A);
+    g_test_message("A's oos: %" PRIu64 " bytes when the chunk was sent, %"
+                   PRIu64 " after its NEG_ACK", h.oos_before,
+                   a->counters->oos);
+    g_assert_cmpuint(h.oos_before, >=, 64 * KiB);
+    g_assert_cmpuint(a->counters->oos, ==, h.oos_before);
+    hostile_teardown(&h);
+}
+
+/*
+ * The challenge-response, A connecting with a secret: the fake peer
+ * (the accepting side) answers A's challenge with the right HMAC, or
+ * with one that is right only in part.  The decoder takes answers of 16
+ * to 64 bytes, so every wrong answer here reaches the comparison.
+ */
+#define AUTH_SECRET_ID      "drbd-test-secret"
+#define AUTH_SECRET         "a shared secret"
+#define AUTH_SECRET_WRONG   "failed to prove the shared secret"
+
+typedef enum AuthAnswer {
+    AUTH_RIGHT,             /* the HMAC (SHA-256, 32 bytes) */
+    AUTH_PREFIX,            /* its first 16 bytes only */
+    AUTH_HALF_RIGHT,        /* 32 bytes: the first 16 right, then wrong */
+    AUTH_LAST_BYTE,         /* the last byte flipped */
+    AUTH_FIRST_BYTE,        /* the first byte flipped */
+    AUTH_LONGER,            /* the HMAC and 32 more bytes */
+} AuthAnswer;
+
+typedef struct AuthCase {
+    const char *name;
+    AuthAnswer answer;
+} AuthCase;
+
+static const AuthCase auth_cases[] = {
+    { "right-answer", AUTH_RIGHT },
+    { "prefix-refused", AUTH_PREFIX },
+    { "half-right-refused", AUTH_HALF_RIGHT },
+    { "last-byte-wrong-refused", AUTH_LAST_BYTE },
+    { "first-byte-wrong-refused", AUTH_FIRST_BYTE },
+    { "longer-refused", AUTH_LONGER },
+};
+
+static int coroutine_fn fake_auth(Hostile *h, Error **errp)
+{
+    static const uint8_t key[] = AUTH_SECRET;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *p1 = NULL;
+    g_autofree uint8_t *p2 = NULL;
+    DrbdAuthChallenge theirs, ours = { .digest = DRBD_DIGEST_SHA256 };
+    DrbdAuthResponse their_answer, want, right, sent;
+    uint32_t l1, l2;
+    int i;
+
+    for (i = 0; i < DRBD_AUTH_NONCE_SIZE; i++) {
+        ours.nonce[i] = 0xa0 + i;
+    }
+    if (fake_read(h->data, DRBD_CMD_AUTH_CHALLENGE, &p1, &l1, errp) < 0 ||
+        drbd_wire_get_auth_challenge(p1, l1, &theirs, errp) < 0) {
+        return -EIO;
+    }
+    drbd_wire_put_auth_challenge(pkt, &ours);
+    if (fake_write(h->data, pkt->data, pkt->len, errp) < 0 ||
+        fake_read(h->data, DRBD_CMD_AUTH_RESPONSE, &p2, &l2, errp) < 0 ||
+        drbd_wire_get_auth_response(p2, l2, &their_answer, errp) < 0) {
+        return -EIO;
+    }
+    /* A proves the secret to us first, as secure.c documents */
+    if (drbd_auth_answer(DRBD_DIGEST_SHA256, key, sizeof(key) - 1, true,
+                         ours.nonce, theirs.nonce, &want, errp) < 0) {
+        return -EIO;
+    }
+    if (their_answer.len != want.len ||
+        memcmp(their_answer.digest, want.digest, want.len)) {
+        error_setg(errp, "node A's answer to the fake peer's challenge is "
+                   "not the HMAC of the secret");
+        return -EPROTO;
+    }
+
+    /* Our answer to A's challenge, as h->auth says */
+    if (drbd_auth_answer(DRBD_DIGEST_SHA256, key, sizeof(key) - 1, false,
+                         theirs.nonce, ours.nonce, &right, errp) < 0) {
+        return -EIO;
+    }
+    g_assert_cmpuint(right.len, ==, 32);
+    sent = right;
+    switch (h->auth->answer) {
+    case AUTH_RIGHT:
+        break;
+    case AUTH_PREFIX:
+        sent.len = DRBD_AUTH_DIGEST_MIN;
+        break;
+    case AUTH_HALF_RIGHT:
+        for (i = 16; i < 32; i++) {
+            sent.digest[i] ^= 0xff;
+        }
+        break;
+    case AUTH_LAST_BYTE:
+        sent.digest[31] ^= 0x01;
+        break;
+    case AUTH_FIRST_BYTE:
+        sent.digest[0] ^= 0x80;
+        break;
+    case AUTH_LONGER:
+        sent.len = 64;
+        memset(sent.digest + 32, 0x5a, 32);
+        break;
+    }
+    g_byte_array_set_size(pkt, 0);
+    drbd_wire_put_auth_response(pkt, &sent);
+    return fake_write(h->data, pkt->data, pkt->len, errp);
+}
+
+static bool auth_settled(void *opaque)
+{
+    Hostile *h = opaque;
+
+    return h->done || node_a_failed(h);
+}
+
+/*
+ * A refuses every answer but the right one: a comparison that stops
+ * early, or at the shorter answer, or skips a byte, lets a peer without
+ * the secret in
+ */
+static void test_auth_answer(gconstpointer data)
+{
+    static const char *const secret[] = { "secret", AUTH_SECRET_ID, NULL };
+    const AuthCase *ac = data;
+    Hostile h = {
+        .mode = HOSTILE_LONG_DATA,      /* any mode that handshakes */
+        .auth = ac,
+        .a_opts = secret,
+        .expect_error = AUTH_SECRET_WRONG,
+    };
+    g_autoptr(DrbdInfo) a = NULL;
+
+    hostile_setup(&h);
+    poll_until(auth_settled, &h, POLL_TIMEOUT_MS,
+               "A takes or refuses the answer");
+    g_assert_null(h.error);
+    a = query(NODE_A);
+    g_test_message("answer %s: A %s it; last error: %s", ac->name,
+                   h.proven ? "took" : "refused", a->last_error ?: "none");
+    if (ac->answer == AUTH_RIGHT) {
+        /* The positive control: the same exchange, the answer right */
+        g_assert_true(h.proven);
+        g_assert_true(!a->last_error ||
+                      !strstr(a->last_error, AUTH_SECRET_WRONG));
+    } else {
+        g_assert_false(h.proven);
+        g_assert_true(node_a_failed(&h));
+        g_assert_cmpint(a->peer_role, ==, DRBD_ROLE_UNKNOWN);
+    }
+    hostile_teardown(&h);
+}
+
+/*
+ * A fake primary: the test connects to node B as node 0 would, over the
+ * wire protocol, and drives it packet by packet.  Each step runs in a
+ * coroutine of the main loop, which the test polls until it is done.
+ */
+typedef struct FakePrimary {
+    Pair p;                     /* B's image and socket (p.a unused) */
+    QIOChannelSocket *data;
+    QIOChannelSocket *meta;
+    Error *err;
+} FakePrimary;
+
+typedef int coroutine_fn FakeStepFn(FakePrimary *f, void *arg,
+                                    Error **errp);
+
+typedef struct FakeStep {
+    FakePrimary *f;
+    FakeStepFn *fn;
+    void *arg;
+    int ret;
+    bool done;
+} FakeStep;
+
+static void coroutine_fn fake_step_co(void *opaque)
+{
+    FakeStep *st = opaque;
+
+    st->ret = st->fn(st->f, st->arg, &st->f->err);
+    st->done = true;
+}
+
+static bool fake_step_done(void *opaque)
+{
+    return ((FakeStep *)opaque)->done;
+}
+
+static void fake_step(FakePrimary *f, FakeStepFn *fn, void *arg,
+                      const char *what)
+{
+    FakeStep st = { .f = f, .fn = fn, .arg = arg };
+
+    qemu_coroutine_enter(qemu_coroutine_create(fake_step_co, &st));
+    poll_until(fake_step_done, &st, POLL_TIMEOUT_MS, what);
+    if (st.ret < 0) {
+        g_error("%s: %s", what, error_get_pretty(f->err));
+    }
+}
+
+/* Connect one channel to B and exchange HELLOs as node 0 */
+static int coroutine_fn fake_connect(FakePrimary *f, bool meta,
+                                     QIOChannelSocket **out, Error **errp)
+{
+    g_autoptr(SocketAddress) addr = g_new0(SocketAddress, 1);
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *payload = NULL;
+    QIOChannelSocket *sioc = qio_channel_socket_new();
+    DrbdHello hello = {
+        .version_min = DRBD_PROTO_VERSION_MIN,
+        .version_max = DRBD_PROTO_VERSION_MAX,
+        .node_id = 0,
+        .flags = meta ? DRBD_HELLO_META_CHANNEL : 0,
+    };
+    uint32_t len;
+
+    *out = sioc;
+    addr->type = SOCKET_ADDRESS_TYPE_UNIX;
+    addr->u.q_unix.path = g_strdup(f->p.sock);
+    if (qio_channel_socket_connect_sync(sioc, addr, errp) < 0) {
+        return -EIO;
+    }
+    setup_channel(sioc);
+    pstrcpy(hello.resource, sizeof(hello.resource), "r0");
+    drbd_wire_put_hello(pkt, &hello);
+    if (fake_write(sioc, pkt->data, pkt->len, errp) < 0 ||
+        fake_read(sioc, DRBD_CMD_HELLO, &payload, &len, errp) < 0 ||
+        drbd_wire_get_hello(payload, len, &hello, errp) < 0) {
+        return -EIO;
+    }
+    return hello.node_id == 1 ? 0 : -EPROTO;
+}
+
+/*
+ * Both channels, then the handshake as an up-to-date primary: in sync
+ * with B, or (@arg non-NULL) one generation ahead of it, with the first
+ * 64 KiB changed since, which makes B its sync target
+ */
+static int coroutine_fn fake_primary_params(FakePrimary *f, bool target,
+                                            HBitmap *hb, Error **errp)
+{
+    uint64_t nbits = DIV_ROUND_UP(IMG_SIZE, BM_GRANULARITY);
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *chunk = g_malloc(DRBD_WIRE_MAX_BITMAP);
+    g_autofree uint8_t *p1 = NULL;
+    g_autofree uint8_t *p2 = NULL;
+    g_autofree uint8_t *p3 = NULL;
+    DrbdSizes sizes;            /* B's: the same size and options */
+    DrbdStatePacket state = {
+        .role = DRBD_ROLE_PRIMARY,
+        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+    };
+    DrbdUuidsPacket theirs, mine = { 0 };
+    uint32_t l1, l2, l3;
+    uint64_t pos = 0;
+    size_t len;
+
+    if (fake_connect(f, false, &f->data, errp) < 0 ||
+        fake_connect(f, true, &f->meta, errp) < 0 ||
+        fake_read(f->data, DRBD_CMD_SIZES, &p1, &l1, errp) < 0 ||
+        drbd_wire_get_sizes(p1, l1, &sizes, errp) < 0 ||
+        fake_read(f->data, DRBD_CMD_STATE, &p2, &l2, errp) < 0 ||
+        fake_read(f->data, DRBD_CMD_UUIDS, &p3, &l3, errp) < 0 ||
+        drbd_wire_get_uuids(p3, l3, &theirs, errp) < 0) {
+        return -EIO;
+    }
+    mine.current = theirs.current;
+    if (target) {
+        mine.current = theirs.current ^ 0x1234567800;
+        mine.bitmap = theirs.current;
+        hbitmap_set(hb, 0, 64 * KiB / BM_GRANULARITY);
+        mine.changes = hbitmap_count(hb);
+    }
+    drbd_wire_put_sizes(pkt, &sizes);
+    drbd_wire_put_state(pkt, &state);
+    drbd_wire_put_uuids(pkt, &mine);
+    /* Node 0 sends its bitmap first */
+    while ((len = drbd_rle_encode(hb, nbits, &pos, chunk,
+                                  DRBD_WIRE_MAX_BITMAP)) > 0) {
+        drbd_wire_put_bitmap(pkt, chunk, len);
+    }
+    if (fake_write(f->data, pkt->data, pkt->len, errp) < 0) {
+        return -EIO;
+    }
+    hbitmap_reset_all(hb);
+    pos = 0;
+    while (pos < nbits) {
+        g_autofree uint8_t *payload = NULL;
+        uint32_t plen;
+
+        if (fake_read(f->data, DRBD_CMD_BITMAP, &payload, &plen,
+                      errp) < 0 ||
+            drbd_rle_decode(payload, plen, pos, hb, nbits, &pos,
+                            errp) < 0) {
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+static int coroutine_fn fake_primary_handshake(FakePrimary *f, void *arg,
+                                               Error **errp)
+{
+    HBitmap *hb = hbitmap_alloc(DIV_ROUND_UP(IMG_SIZE, BM_GRANULARITY), 0);
+    int ret = fake_primary_params(f, arg != NULL, hb, errp);
+
+    hbitmap_free(hb);
+    return ret;
+}
+
+static int coroutine_fn fake_primary_send(FakePrimary *f, void *arg,
+                                          Error **errp)
+{
+    GByteArray *pkt = arg;
+
+    return fake_write(f->data, pkt->data, pkt->len, errp);
+}
+
+/* Send a guest write: @unordered writes before it may come after it */
+static void fake_primary_write(FakePrimary *f, uint64_t id, uint64_t offset,
+                               uint32_t bytes, uint32_t unordered)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(bytes);
+    DrbdDataPacket d = {
+        .offset = offset, .id = id, .bytes = bytes,
+        .unordered = unordered, .data = buf,
+    };
+
+    fill_pattern(buf, bytes, id);
+    drbd_wire_put_data(pkt, DRBD_CMD_DATA, &d);
+    fake_step(f, fake_primary_send, pkt, "sending a write to B");
+}
+
+typedef struct FakeRecv {
+    bool meta;                  /* from the meta channel, else data */
+    DrbdHeader h;
+    uint8_t *payload;
+} FakeRecv;
+
+/* The next packet from B but pings, on the channel @arg says */
+static int coroutine_fn fake_primary_recv(FakePrimary *f, void *arg,
+                                          Error **errp)
+{
+    FakeRecv *r = arg;
+
+    do {
+        g_clear_pointer(&r->payload, g_free);
+        if (fake_read_any(r->meta ? f->meta : f->data, &r->h, &r->payload,
+                          errp) < 0) {
+            return -EIO;
+        }
+    } while (r->h.cmd == DRBD_CMD_PING || r->h.cmd == DRBD_CMD_PING_ACK);
+    return 0;
+}
+
+/* The id of the next WRITE_ACK from B */
+static uint64_t fake_primary_write_ack(FakePrimary *f)
+{
+    FakeRecv r = { .meta = true };
+    DrbdBlockAck ack;
+
+    fake_step(f, fake_primary_recv, &r, "a write ack from B");
+    g_assert_cmpstr(drbd_cmd_name(r.h.cmd), ==,
+                    drbd_cmd_name(DRBD_CMD_WRITE_ACK));
+    g_assert_cmpint(drbd_wire_get_block_ack(r.h.cmd, r.payload, r.h.length,
+                                            IMG_SIZE, &ack, &error_abort),
+                    ==, 0);
+    g_free(r.payload);
+    return ack.id;
+}
+
+static bool b_sync_target(void *opaque)
+{
+    g_autoptr(DrbdInfo) b = query(NODE_B);
+
+    return b->connection == DRBD_CONN_STATE_SYNC_TARGET;
+}
+
+/*
+ * B, secondary and listening, with @opts (key, value, ..., NULL) and
+ * blkdebug over its image, connected to the fake primary
+ */
+static void fake_primary_setup(FakePrimary *f, const char *const *opts,
+                               bool target)
+{
+    QDict *o;
+
+    pair_init(&f->p, "c");
+    o = node_options(NODE_B, f->p.path_b, "secondary", "1", "c");
+    qdict_del(o, "file.filename");
+    qdict_put_str(o, "file.driver", "blkdebug");
+    qdict_put_str(o, "file.image.driver", "file");
+    qdict_put_str(o, "file.image.filename", f->p.path_b);
+    qdict_put_str(o, "listen.type", "unix");
+    qdict_put_str(o, "listen.path", f->p.sock);
+    for (int i = 0; opts && opts[i]; i += 2) {
+        qdict_put_str(o, opts[i], opts[i + 1]);
+    }
+    f->p.b = blk_new_open(NULL, NULL, o, BDRV_O_RDWR, &error_abort);
+    fake_step(f, fake_primary_handshake, target ? f : NULL,
+              "the fake primary's handshake");
+    poll_until(target ? b_sync_target : node_connected, (char *)NODE_B,
+               POLL_TIMEOUT_MS, "B connected to the fake primary");
+}
+
+static void fake_primary_teardown(FakePrimary *f)
+{
+    g_clear_pointer(&f->p.b, blk_unref);
+    g_clear_pointer(&f->data, object_unref);
+    g_clear_pointer(&f->meta, object_unref);
+    pair_teardown(&f->p);
+}
+
+typedef struct WaitTag {
+    BlockDriverState *bs;
+    const char *tag;
+} WaitTag;
+
+static bool write_held(void *opaque)
+{
+    WaitTag *w = opaque;
+
+    return bdrv_debug_is_suspended(w->bs, w->tag);
+}
+
+static bool b_has_unacked(void *opaque)
+{
+    g_autoptr(DrbdInfo) b = query(NODE_B);
+
+    return b->counters->ua == *(uint32_t *)opaque;
+}
+
+/* Hold B's next write in blkdebug, tagged @tag */
+static void hold_next_write(BlockDriverState *bs, const char *tag)
+{
+    g_assert_cmpint(bdrv_debug_breakpoint(bs, "pwritev", tag), ==, 0);
+}
+
+static void wait_held(BlockDriverState *bs, const char *tag)
+{
+    WaitTag w = { bs, tag };
+
+    poll_until(write_held, &w, POLL_TIMEOUT_MS, tag);
+}
+
+/*
+ * The secondary starts a write only once every write it depends on is
+ * done, however often it is woken meanwhile: W3 depends on W1 and W2;
+ * W2 (independent of W1) completing while W1 is held must not start it
+ */
+static void test_fake_primary_order(void)
+{
+    FakePrimary f = { 0 };
+    BlockDriverState *bs;
+    uint32_t three = 3;
+
+    fake_primary_setup(&f, NULL, false);
+    bs = blk_bs(f.p.b);
+
+    hold_next_write(bs, "w1");
+    fake_primary_write(&f, 1, 0, 64 * KiB, 0);
+    wait_held(bs, "w1");
+    hold_next_write(bs, "w2");
+    fake_primary_write(&f, 2, 1 * MiB, 4 * KiB, 1);
+    wait_held(bs, "w2");
+    hold_next_write(bs, "w3");
+    fake_primary_write(&f, 3, 2 * MiB, 4 * KiB, 0);
+    poll_until(b_has_unacked, &three, POLL_TIMEOUT_MS, "B took W3");
+
+    g_assert_cmpint(bdrv_debug_resume(bs, "w2"), ==, 0);
+    g_assert_cmpuint(fake_primary_write_ack(&f), ==, 2);
+    g_assert_false(bdrv_debug_is_suspended(bs, "w3"));   /* not started */
+
+    g_assert_cmpint(bdrv_debug_resume(bs, "w1"), ==, 0);
+    g_assert_cmpuint(fake_primary_write_ack(&f), ==, 1);
+    wait_held(bs, "w3");                /* started once W1 was done */
+    g_assert_cmpint(bdrv_debug_resume(bs, "w3"), ==, 0);
+    g_assert_cmpuint(fake_primary_write_ack(&f), ==, 3);
+    fake_primary_teardown(&f);
+}
+
+/*
+ * A sync target's data is not up to date: it answers neither the
+ * primary's reads (NEG_DREPLY) nor a verify (SKIPPED) from it
+ */
+static void test_fake_primary_sync_target(void)
+{
+    static const char *const opts[] = { "verify-alg", "crc32c", NULL };
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    DrbdBlockAck range = { .offset = 0, .bytes = 64 * KiB };
+    DrbdBlockAck read = { .offset = 4 * KiB, .id = 7, .bytes = 4 * KiB };
+    uint8_t digest[4] = { 0 };
+    DrbdOvPacket ov = {
+        .offset = 1 * MiB, .id = 9, .bytes = 4 * KiB,
+        .flags = DRBD_OV_DIGESTS, .digests = digest, .digest_size = 4,
+    };
+    FakePrimary f = { 0 };
+    bool read_answered = false, ov_answered = false;
+    g_autoptr(DrbdInfo) b = NULL;
+
+    fake_primary_setup(&f, opts, true);
+    drbd_wire_put_block_ack(pkt, DRBD_CMD_OUT_OF_SYNC, &range);
+    fake_step(&f, fake_primary_send, pkt, "OUT_OF_SYNC to B");
+    b = query(NODE_B);
+    g_assert_cmpint(b->disk, ==, DRBD_DISK_STATE_INCONSISTENT);
+
+    g_byte_array_set_size(pkt, 0);
+    drbd_wire_put_block_ack(pkt, DRBD_CMD_DATA_REQUEST, &read);
+    drbd_wire_put_ov(pkt, DRBD_CMD_OV_REQUEST, &ov);
+    fake_step(&f, fake_primary_send, pkt, "a read and a verify to B");
+    while (!read_answered || !ov_answered) {
+        FakeRecv r = { .meta = false };
+        DrbdOvPacket reply;
+
+        fake_step(&f, fake_primary_recv, &r, "B's answers");
+        g_test_message("B answers %s", drbd_cmd_name(r.h.cmd));
+        if (r.h.cmd == DRBD_CMD_OV_REPLY) {
+            g_assert_cmpint(drbd_wire_get_ov(r.h.cmd, r.payload, r.h.length,
+                                             IMG_SIZE, 4, &reply,
+                                             &error_abort), ==, 0);
+            g_assert_cmpuint(reply.id, ==, ov.id);
+            g_assert_cmphex(reply.flags & DRBD_OV_REPLY_KINDS, ==,
+                            DRBD_OV_SKIPPED);
+            ov_answered = true;
+        } else {
+            g_assert_cmpstr(drbd_cmd_name(r.h.cmd), ==,
+                            drbd_cmd_name(DRBD_CMD_NEG_DREPLY));
+            read_answered = true;
+        }
+        g_free(r.payload);
+    }
+    fake_primary_teardown(&f);
+}
+
 static bool node_b_refused(void *opaque)
 {
     g_autoptr(DrbdInfo) b = query(NODE_B);
@@ -1104,7 +2024,11 @@ int main(int argc, char **argv)
     module_call_init(MODULE_INIT_QOM);
     bdrv_init();
     qemu_init_main_loop(&error_abort);
+    qcrypto_init(&error_abort);
     g_test_init(&argc, &argv, NULL);
+    object_new_with_props(TYPE_QCRYPTO_SECRET, object_get_objects_root(),
+                          AUTH_SECRET_ID, &error_abort,
+                          "data", AUTH_SECRET, NULL);
 
     g_test_add_func("/drbd/conn/connect", test_connect);
     g_test_add_data_func("/drbd/conn/replicate/protocol-c", "c",
@@ -1115,6 +2039,8 @@ int main(int argc, char **argv)
                          test_replicate);
     g_test_add_func("/drbd/conn/secondary-refuses-io",
                     test_secondary_refuses_io);
+    g_test_add_func("/drbd/conn/promote-peer-primary",
+                    test_promote_peer_primary);
     g_test_add_func("/drbd/conn/disconnect-resync", test_disconnect_resync);
     g_test_add_func("/drbd/conn/write-during-resync",
                     test_write_during_resync);
@@ -1127,6 +2053,18 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd/conn/hostile/listener", test_hostile_listener);
     g_test_add_func("/drbd/conn/hostile/barrier-ack-unsent-epoch",
                     test_hostile_barrier_ack);
+    g_test_add_func("/drbd/conn/secondary/epochs", test_epochs);
+    g_test_add_func("/drbd/conn/secondary/resync-neg-ack",
+                    test_resync_neg_ack);
+    g_test_add_func("/drbd/conn/primary/order", test_fake_primary_order);
+    g_test_add_func("/drbd/conn/primary/sync-target",
+                    test_fake_primary_sync_target);
+    for (i = 0; i < ARRAY_SIZE(auth_cases); i++) {
+        g_autofree char *path = g_strdup_printf("/drbd/conn/auth/%s",
+                                                auth_cases[i].name);
+
+        g_test_add_data_func(path, &auth_cases[i], test_auth_answer);
+    }
 
     return g_test_run();
 }

@@ -343,6 +343,50 @@ static void test_block_digests(void)
                     ==, 0x8);
 }
 
+/*
+ * data-integrity-alg: a received write's digest is compared whole.  One
+ * that is right in its first bytes and wrong further on (a comparison
+ * cut short would take it) fails; the right one passes.
+ */
+static void test_integrity_whole_digest(void)
+{
+    static const uint32_t digests[] = {
+        DRBD_DIGEST_CRC32C, DRBD_DIGEST_SHA1, DRBD_DIGEST_SHA256,
+    };
+    g_autofree uint8_t *data = g_malloc(2 * DRBD_OV_BLOCK);
+    uint8_t right[DRBD_WIRE_DIGEST_MAX], sent[DRBD_WIRE_DIGEST_MAX];
+    struct iovec iov = { data, 2 * DRBD_OV_BLOCK };
+    DrbdDataPacket p = {
+        .offset = 4 * DRBD_OV_BLOCK, .bytes = 2 * DRBD_OV_BLOCK,
+        .data = data, .digest = sent,
+    };
+
+    for (int i = 0; i < 2 * DRBD_OV_BLOCK; i++) {
+        data[i] = i * 7 + (i >> 9);
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(digests); i++) {
+        int len = drbd_digest_iov(digests[i], &iov, 1, right, &error_abort);
+        /* the last byte, one in the middle, the first one */
+        int flip[] = { len - 1, len / 2, 0 };
+
+        p.digest_len = len;
+        memcpy(sent, right, len);
+        g_assert_cmpint(drbd_check_integrity(digests[i], DRBD_CMD_DATA, &p,
+                                             &error_abort), ==, 0);
+
+        for (size_t j = 0; j < ARRAY_SIZE(flip); j++) {
+            Error *err = NULL;
+
+            memcpy(sent, right, len);
+            sent[flip[j]] ^= 0x01;
+            g_assert_cmpint(drbd_check_integrity(digests[i], DRBD_CMD_DATA,
+                                                 &p, &err), ==, -EBADMSG);
+            g_assert(strstr(error_get_pretty(err), "does not match"));
+            error_free(err);
+        }
+    }
+}
+
 /* A digest this node cannot compute is an error, not garbage */
 static void test_block_digests_bad(void)
 {
@@ -376,5 +420,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd/secure/block-digests", test_block_digests);
     g_test_add_func("/drbd/secure/block-digests-bad",
                     test_block_digests_bad);
+    g_test_add_func("/drbd/secure/integrity-whole-digest",
+                    test_integrity_whole_digest);
     return g_test_run();
 }
