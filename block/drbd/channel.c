@@ -212,12 +212,14 @@ int coroutine_fn drbd_expect_packet(QIOChannel *ioc, uint16_t cmd,
     return 0;
 }
 
-DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
+DrbdPeer *drbd_peer_new(DrbdConnection *conn, QIOChannel *data,
                         QIOChannel *meta)
 {
+    BDRVDrbdState *s = conn->s;
     DrbdPeer *peer = g_new0(DrbdPeer, 1);
 
     peer->s = s;
+    peer->conn = conn;
     peer->data = data;
     peer->meta = meta;
     peer->role = DRBD_ROLE_UNKNOWN;
@@ -237,7 +239,7 @@ DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
     /* Keys and values are the readers' own (DrbdPeerRead) */
     peer->reads_pending = g_hash_table_new(g_int64_hash, g_int64_equal);
     qemu_mutex_lock(&s->lock);
-    peer->version = s->conn.hello_version;
+    peer->version = conn->hello_version;
     qemu_mutex_unlock(&s->lock);
     return peer;
 }
@@ -288,6 +290,7 @@ void drbd_peer_fail_err(DrbdPeer *peer, const char *what, Error *err)
 static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GPtrArray) readers = g_ptr_array_new();
     Coroutine *waiters[3];
     GHashTableIter iter;
@@ -310,10 +313,10 @@ static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
                          NULL);
     drbd_sleep_wake(s, &peer->ping_sleep, true);
     drbd_sleep_wake(s, &peer->resync_sleep, true);
-    drbd_sleep_wake(s, &s->conn.state_sleep, false);
+    drbd_sleep_wake(s, &conn->state_sleep, false);
     /* Flushes waiting for a barrier ack see that none will come */
     qemu_mutex_lock(&s->lock);
-    qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
+    qemu_co_enter_all(&conn->barrier_waiters, &s->lock);
     /* ... and a verify, its target or a resync, that no answer will */
     waiters[0] = peer->ov_waiter;
     waiters[1] = peer->ov_serve_waiter;
@@ -372,12 +375,12 @@ void drbd_peer_kick(DrbdPeer *peer)
 }
 
 /*
- * The connected peer, with a reference that keeps it from being freed
- * until drbd_peer_put(); NULL when there is none.
+ * The peer connected on @conn, with a reference that keeps it from being
+ * freed until drbd_peer_put(); NULL when there is none.
  */
-DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s)
+DrbdPeer *drbd_peer_get_locked(DrbdConnection *conn)
 {
-    DrbdPeer *peer = s->conn.peer;
+    DrbdPeer *peer = conn->peer;
 
     if (peer && qatomic_read(&peer->broken)) {
         peer = NULL;
@@ -389,12 +392,13 @@ DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s)
     return peer;
 }
 
-DrbdPeer *drbd_peer_get(BDRVDrbdState *s)
+DrbdPeer *drbd_peer_get(DrbdConnection *conn)
 {
+    BDRVDrbdState *s = conn->s;
     DrbdPeer *peer;
 
     qemu_mutex_lock(&s->lock);
-    peer = drbd_peer_get_locked(s);
+    peer = drbd_peer_get_locked(conn);
     qemu_mutex_unlock(&s->lock);
     return peer;
 }

@@ -36,15 +36,17 @@
 #define DRBD_LISTEN_BACKLOG     32
 
 /* The channel in its HELLO exchange, for drbd_conn_stop() to cut short */
-static void drbd_set_establishing(BDRVDrbdState *s, QIOChannel *ioc)
+static void drbd_set_establishing(DrbdConnection *conn, QIOChannel *ioc)
 {
+    BDRVDrbdState *s = conn->s;
+
     qemu_mutex_lock(&s->lock);
-    s->conn.establishing = ioc;
+    conn->establishing = ioc;
     qemu_mutex_unlock(&s->lock);
 }
 
 typedef struct DrbdConnectWait {
-    BDRVDrbdState *s;
+    DrbdConnection *conn;
     bool timed_out;
 } DrbdConnectWait;
 
@@ -53,7 +55,7 @@ static void drbd_connect_timeout_cb(void *opaque)
     DrbdConnectWait *w = opaque;
 
     w->timed_out = true;
-    nbd_co_establish_connection_cancel(w->s->conn.connector);
+    nbd_co_establish_connection_cancel(w->conn->connector);
 }
 
 /*
@@ -63,10 +65,10 @@ static void drbd_connect_timeout_cb(void *opaque)
  * and the next attempt takes its result.
  */
 static QIOChannel *coroutine_fn
-drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
+drbd_connect_channel(DrbdConnection *conn, bool meta, Error **errp)
 {
     ERRP_GUARD();
-    DrbdConnectWait w = { .s = s };
+    DrbdConnectWait w = { .conn = conn };
     DrbdDeadline dl = { 0 };
     DrbdHello hello;
     QEMUTimer *timer;
@@ -76,39 +78,39 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
     timer = aio_timer_new(qemu_get_current_aio_context(), QEMU_CLOCK_REALTIME,
                           SCALE_NS, drbd_connect_timeout_cb, &w);
     timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              s->conn.ping_timeout_ns);
-    ioc = nbd_co_establish_connection(s->conn.connector, NULL, true, errp);
+              conn->ping_timeout_ns);
+    ioc = nbd_co_establish_connection(conn->connector, NULL, true, errp);
     timer_free(timer);
     if (!ioc) {
         if (w.timed_out) {
             error_free(*errp);
             *errp = NULL;
             error_setg(errp, "connecting to the peer: no answer in %" PRIu64
-                       " ms", s->conn.ping_timeout_ns / SCALE_MS);
+                       " ms", conn->ping_timeout_ns / SCALE_MS);
         } else {
             error_prepend(errp, "connecting to the peer: ");
         }
         return NULL;
     }
     drbd_setup_channel(ioc, meta ? "drbd-meta" : "drbd-data");
-    drbd_set_establishing(s, ioc);
-    drbd_deadline_arm(&dl, ioc, s->conn.ping_timeout_ns);
-    ret = drbd_send_hello(s, ioc, meta, errp);
+    drbd_set_establishing(conn, ioc);
+    drbd_deadline_arm(&dl, ioc, conn->ping_timeout_ns);
+    ret = drbd_send_hello(conn, ioc, meta, errp);
     if (ret == 0) {
         ret = drbd_recv_hello(ioc, &hello, errp);
     }
     if (ret == 0) {
-        ret = drbd_check_hello(s, &hello, errp);
+        ret = drbd_check_hello(conn, &hello, errp);
     }
     if (ret == 0) {
-        ret = drbd_secure_check_hello(s, &hello, errp);
+        ret = drbd_secure_check_hello(conn, &hello, errp);
     }
     if (ret == 0) {
         /* may replace ioc with TLS over it; the deadline cuts the socket */
-        ret = drbd_secure_channel(s, &ioc, true, errp);
+        ret = drbd_secure_channel(conn, &ioc, true, errp);
     }
     drbd_deadline_disarm(&dl);
-    drbd_set_establishing(s, NULL);
+    drbd_set_establishing(conn, NULL);
     if (ret < 0) {
         if (dl.expired) {
             error_free(*errp);
@@ -128,13 +130,14 @@ drbd_connect_channel(BDRVDrbdState *s, bool meta, Error **errp)
  * Best effort: without TCP_DEFER_ACCEPT, the eviction below still keeps
  * the peer from being locked out by idle ones.
  */
-static void drbd_defer_accept(BDRVDrbdState *s)
+static void drbd_defer_accept(DrbdConnection *conn)
 {
 #ifdef TCP_DEFER_ACCEPT
-    int secs = MAX(1, s->conn.ping_timeout_ns / NANOSECONDS_PER_SECOND);
+    BDRVDrbdState *s = conn->s;
+    int secs = MAX(1, conn->ping_timeout_ns / NANOSECONDS_PER_SECOND);
 
-    if (s->conn.listen_addr->type == SOCKET_ADDRESS_TYPE_INET &&
-        setsockopt(s->conn.listener->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT,
+    if (conn->listen_addr->type == SOCKET_ADDRESS_TYPE_INET &&
+        setsockopt(conn->listener->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT,
                    &secs, sizeof(secs)) < 0) {
         trace_drbd_defer_accept_failed(s->bs, errno);
     }
@@ -174,7 +177,7 @@ typedef struct DrbdCandidate {
 } DrbdCandidate;
 
 struct DrbdAccept {
-    BDRVDrbdState *s;
+    DrbdConnection *conn;
     QIOChannel *data;
     QIOChannel *meta;
     DrbdCandidate *cand[DRBD_MAX_CANDIDATES];   /* HELLO awaited */
@@ -188,7 +191,8 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
 {
     DrbdCandidate *c = opaque;
     DrbdAccept *acc = c->acc;
-    BDRVDrbdState *s = acc->s;
+    DrbdConnection *conn = acc->conn;
+    BDRVDrbdState *s = conn->s;
     QIOChannel *ioc = QIO_CHANNEL(c->sioc);
     Error *local_err = NULL;
     DrbdDeadline dl = { 0 };
@@ -196,11 +200,11 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
     bool is_meta, own = false;
     int ret;
 
-    drbd_deadline_arm(&dl, ioc, s->conn.ping_timeout_ns);
+    drbd_deadline_arm(&dl, ioc, conn->ping_timeout_ns);
     ret = drbd_recv_hello(ioc, &hello, &local_err);
     if (ret == 0) {
         /* A stranger gets no answer */
-        ret = drbd_check_hello(s, &hello, &local_err);
+        ret = drbd_check_hello(conn, &hello, &local_err);
     }
     c->hello_ok = ret == 0;
     is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
@@ -209,10 +213,10 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
          * Ours goes out before we judge what theirs asks for, so that
          * where the two differ (TLS, secret) the peer can say so too
          */
-        ret = drbd_send_hello(s, ioc, is_meta, &local_err);
+        ret = drbd_send_hello(conn, ioc, is_meta, &local_err);
     }
     if (ret == 0) {
-        ret = drbd_secure_check_hello(s, &hello, &local_err);
+        ret = drbd_secure_check_hello(conn, &hello, &local_err);
     }
     if (ret == 0) {
         /*
@@ -222,7 +226,7 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
          */
         object_ref(OBJECT(ioc));
         own = true;
-        ret = drbd_secure_channel(s, &ioc, false, &local_err);
+        ret = drbd_secure_channel(conn, &ioc, false, &local_err);
     }
     drbd_deadline_disarm(&dl);
     if (own && (ret < 0 || c->evicted)) {
@@ -263,7 +267,7 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
         acc->waiter = NULL;
         aio_co_wake(co);
     } else {
-        qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
+        qio_channel_wake_read(QIO_CHANNEL(conn->listener));
     }
 }
 
@@ -294,7 +298,8 @@ static unsigned drbd_evict_candidate(DrbdAccept *acc)
             victim = c;
         }
     }
-    trace_drbd_candidate_evicted(acc->s->bs, victim->seq, victim->hello_ok);
+    trace_drbd_candidate_evicted(acc->conn->s->bs, victim->seq,
+                                 victim->hello_ok);
     victim->evicted = true;
     qio_channel_shutdown(QIO_CHANNEL(victim->sioc), QIO_CHANNEL_SHUTDOWN_BOTH,
                          NULL);
@@ -318,9 +323,10 @@ static void coroutine_fn drbd_end_candidates(DrbdAccept *acc)
 }
 
 /* Between two waits: follow the node to its new context, if it moved */
-static void coroutine_fn drbd_accept_follow(BDRVDrbdState *s,
+static void coroutine_fn drbd_accept_follow(DrbdConnection *conn,
                                             DrbdAccept *acc)
 {
+    BDRVDrbdState *s = conn->s;
     bool moving;
 
     qemu_mutex_lock(&s->lock);
@@ -334,12 +340,13 @@ static void coroutine_fn drbd_accept_follow(BDRVDrbdState *s,
 }
 
 /* Accept connections until we hold a data and a meta channel */
-static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
+static int coroutine_fn drbd_accept_channels(DrbdConnection *conn,
                                              QIOChannel **data,
                                              QIOChannel **meta,
                                              Error **errp)
 {
-    DrbdAccept acc = { .s = s };
+    BDRVDrbdState *s = conn->s;
+    DrbdAccept acc = { .conn = conn };
     unsigned burst = 0;
 
     while (!qatomic_read(&s->closing) && !(acc.data && acc.meta)) {
@@ -353,14 +360,14 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
             aio_co_schedule(qemu_get_current_aio_context(),
                             qemu_coroutine_self());
             qemu_coroutine_yield();
-            drbd_accept_follow(s, &acc);
+            drbd_accept_follow(conn, &acc);
             continue;
         }
-        sioc = qio_channel_socket_accept(s->conn.listener, NULL);
+        sioc = qio_channel_socket_accept(conn->listener, NULL);
         if (!sioc) {
             burst = 0;
-            qio_channel_yield(QIO_CHANNEL(s->conn.listener), G_IO_IN);
-            drbd_accept_follow(s, &acc);
+            qio_channel_yield(QIO_CHANNEL(conn->listener), G_IO_IN);
+            drbd_accept_follow(conn, &acc);
             continue;
         }
         burst++;
@@ -401,41 +408,42 @@ static int coroutine_fn drbd_accept_channels(BDRVDrbdState *s,
 }
 
 /* Establish a connection: the two channels and the handshake */
-static DrbdPeer *coroutine_fn drbd_establish(BDRVDrbdState *s, Error **errp)
+static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
 {
     ERRP_GUARD();
+    BDRVDrbdState *s = conn->s;
     QIOChannel *data = NULL, *meta = NULL;
     DrbdDeadline dl = { 0 };
     DrbdPeer *peer;
     int ret;
 
-    if (s->conn.connects) {
-        data = drbd_connect_channel(s, false, errp);
+    if (conn->connects) {
+        data = drbd_connect_channel(conn, false, errp);
         if (!data) {
             return NULL;
         }
-        meta = drbd_connect_channel(s, true, errp);
+        meta = drbd_connect_channel(conn, true, errp);
         if (!meta) {
             object_unref(OBJECT(data));
             return NULL;
         }
-    } else if (drbd_accept_channels(s, &data, &meta, errp) < 0) {
+    } else if (drbd_accept_channels(conn, &data, &meta, errp) < 0) {
         return NULL;
     }
 
-    peer = drbd_peer_new(s, data, meta);
-    drbd_set_state(s, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
+    peer = drbd_peer_new(conn, data, meta);
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
                    "connected, handshake");
     qemu_mutex_lock(&s->lock);
-    s->conn.handshaking = peer;      /* for drbd_conn_stop() to cut it short */
+    conn->handshaking = peer;      /* for drbd_conn_stop() to cut it short */
     qemu_mutex_unlock(&s->lock);
     /* A peer that stops answering does not hold the handshake forever */
-    drbd_deadline_arm(&dl, peer->data, s->conn.ping_timeout_ns);
+    drbd_deadline_arm(&dl, peer->data, conn->ping_timeout_ns);
     ret = qatomic_read(&s->closing) ? -ECANCELED :
           drbd_exchange_params(peer, &dl, errp);
     drbd_deadline_disarm(&dl);
     qemu_mutex_lock(&s->lock);
-    s->conn.handshaking = NULL;
+    conn->handshaking = NULL;
     qemu_mutex_unlock(&s->lock);
     if (ret < 0) {
         if (dl.expired) {
@@ -461,8 +469,9 @@ static void coroutine_fn drbd_resync_co(void *opaque)
 }
 
 /* Run an established connection until it breaks */
-static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
+static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
+    BDRVDrbdState *s = conn->s;
     bool new_generation;
     DrbdUuids u;
     bool sync_source, sync_target, peer_diskless;
@@ -483,10 +492,10 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
                   (peer->decision == DRBD_SYNC_SOURCE ||
                    peer->decision == DRBD_SYNC_FULL_SOURCE ||
                    s->role == DRBD_ROLE_PRIMARY);
-    s->conn.peer = peer;
-    s->conn.seq_gen++;
-    s->conn.tx_seq = 0;
-    s->conn.done_seq = 0;
+    conn->peer = peer;
+    conn->seq_gen++;
+    conn->tx_seq = 0;
+    conn->done_seq = 0;
     g_clear_pointer(&s->last_error, g_free);
     if (qatomic_read(&s->closing)) {
         qemu_mutex_unlock(&s->lock);
@@ -504,9 +513,9 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     }
     if (sync_target) {
         peer->sync_target = true;
-        s->conn.resync_total = hbitmap_count(s->oos);
-        s->conn.resync_done = 0;
-        drbd_resync_marks_start_locked(s);
+        conn->resync_total = hbitmap_count(s->oos);
+        conn->resync_done = 0;
+        drbd_resync_marks_start_locked(conn);
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -514,7 +523,8 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         /* It serves as a client, and its disk comes back resynced */
         drbd_tl_peer_disk_gone(peer, peer->role == DRBD_ROLE_PRIMARY);
     }
-    drbd_set_state(s, -1, sync_source ? DRBD_CONN_STATE_SYNC_SOURCE :
+    drbd_set_state(s, conn, -1,
+                   sync_source ? DRBD_CONN_STATE_SYNC_SOURCE :
                    sync_target ? DRBD_CONN_STATE_SYNC_TARGET :
                    DRBD_CONN_STATE_CONNECTED, -1, peer->role,
                    sync_source ? DRBD_DISK_STATE_INCONSISTENT : peer->disk,
@@ -535,10 +545,10 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);
     }
-    s->conn.peer = NULL;
+    conn->peer = NULL;
     /* Unacked resync chunks: their bits stay set, resent later */
-    qatomic_sub(&s->conn.pe, g_hash_table_size(peer->resync_chunks));
-    drbd_tl_connection_lost_locked(s);
+    qatomic_sub(&conn->pe, g_hash_table_size(peer->resync_chunks));
+    drbd_tl_connection_lost_locked(conn);
     /* A primary writes on without its peer: a new data generation */
     drbd_uuids_get_locked(s, &u);
     new_generation = drbd_uuid_peer_disk_lost(&u,
@@ -549,13 +559,13 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
     qemu_mutex_unlock(&s->lock);
     if (new_generation) {
         /* A failure is reported: the disk is failed and says so */
-        drbd_md_sync_co(s);
+        drbd_co_md_sync(s, false);
     }
     if (!qatomic_read(&s->closing)) {
         drbd_note_reason(s, "connection to the peer lost: ",
                          peer->broken_reason);
     }
-    drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1,
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_CONNECTION, -1,
                    DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,
                    peer->broken_reason);
     drbd_peer_free(peer);
@@ -563,7 +573,8 @@ static void coroutine_fn drbd_peer_run(BDRVDrbdState *s, DrbdPeer *peer)
 
 static void coroutine_fn drbd_conn_co(void *opaque)
 {
-    BDRVDrbdState *s = opaque;
+    DrbdConnection *conn = opaque;
+    BDRVDrbdState *s = conn->s;
     bool was_again_now = false;
 
     while (!qatomic_read(&s->closing)) {
@@ -572,23 +583,23 @@ static void coroutine_fn drbd_conn_co(void *opaque)
         bool again_now = false;
 
         drbd_co_rehome(s);
-        if (s->conn.connect_held) {
+        if (conn->connect_held) {
             /* After a split brain: stand alone until drbd-connect */
-            drbd_set_state(s, -1, DRBD_CONN_STATE_STANDALONE, -1, -1, -1,
-                           s->conn.held_reason);
-            while (s->conn.connect_held && !qatomic_read(&s->closing)) {
-                drbd_co_sleep(s, &s->conn.conn_sleep,
+            drbd_set_state(s, conn, -1, DRBD_CONN_STATE_STANDALONE, -1, -1, -1,
+                           conn->held_reason);
+            while (conn->connect_held && !qatomic_read(&s->closing)) {
+                drbd_co_sleep(s, &conn->conn_sleep,
                               10 * NANOSECONDS_PER_SECOND);
                 drbd_co_rehome(s);
             }
             continue;
         }
-        peer = drbd_establish(s, &err);
+        peer = drbd_establish(conn, &err);
 
         if (peer) {
             int64_t up = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
-            drbd_peer_run(s, peer);
+            drbd_peer_run(conn, peer);
             /*
              * As DRBD: a connection that was up is tried again at once
              * (a node invalidated, a verify's resync, a peer restarted);
@@ -598,11 +609,11 @@ static void coroutine_fn drbd_conn_co(void *opaque)
              */
             again_now = !was_again_now ||
                         qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - up >=
-                        s->conn.connect_interval_ns;
+                        conn->connect_interval_ns;
         } else {
             /* A handshake that failed says why, as a lost connection does */
-            drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1,
-                           err ? error_get_pretty(err) : NULL);
+            drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1,
+                           -1, err ? error_get_pretty(err) : NULL);
             if (!qatomic_read(&s->closing)) {
                 drbd_note_error(s, err);
             } else {
@@ -610,26 +621,26 @@ static void coroutine_fn drbd_conn_co(void *opaque)
             }
         }
         was_again_now = again_now;
-        if (!qatomic_read(&s->closing) && s->conn.connects &&
-            !s->conn.connect_held && !again_now) {
+        if (!qatomic_read(&s->closing) && conn->connects &&
+            !conn->connect_held && !again_now) {
             int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                               s->conn.connect_interval_ns;
+                               conn->connect_interval_ns;
             int64_t now;
 
             /* A move wakes the sleep early: sleep on at the new home */
             while (!qatomic_read(&s->closing) &&
                    (now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME)) <
                    deadline) {
-                drbd_co_sleep(s, &s->conn.conn_sleep, deadline - now);
+                drbd_co_sleep(s, &conn->conn_sleep, deadline - now);
                 drbd_co_rehome(s);
-                if (s->conn.conn_sleep.stopped || !s->conn.connects ||
-                    s->conn.connect_held) {
+                if (conn->conn_sleep.stopped || !conn->connects ||
+                    conn->connect_held) {
                     break;
                 }
             }
         }
     }
-    qatomic_set(&s->conn.conn_co, NULL);
+    qatomic_set(&conn->conn_co, NULL);
     aio_wait_kick();
 }
 
@@ -637,23 +648,24 @@ static void coroutine_fn drbd_conn_co(void *opaque)
  * Cut the connection, or the one being established, with @reason: its
  * channels are shut down and the manager sees it break.  Any thread.
  */
-static void drbd_conn_cut(BDRVDrbdState *s, const char *reason)
+static void drbd_conn_cut(DrbdConnection *conn, const char *reason)
 {
+    BDRVDrbdState *s = conn->s;
     Object *hs_data = NULL, *hs_meta = NULL, *est = NULL;
     DrbdPeer *peer;
 
-    peer = drbd_peer_get(s);
+    peer = drbd_peer_get(conn);
     if (peer) {
         drbd_peer_fail(peer, "%s", reason);
         drbd_peer_put(peer);
     }
     qemu_mutex_lock(&s->lock);
-    if (s->conn.establishing) {
-        est = object_ref(OBJECT(s->conn.establishing));
+    if (conn->establishing) {
+        est = object_ref(OBJECT(conn->establishing));
     }
-    if (s->conn.handshaking) {
-        hs_data = object_ref(OBJECT(s->conn.handshaking->data));
-        hs_meta = object_ref(OBJECT(s->conn.handshaking->meta));
+    if (conn->handshaking) {
+        hs_data = object_ref(OBJECT(conn->handshaking->data));
+        hs_meta = object_ref(OBJECT(conn->handshaking->meta));
     }
     qemu_mutex_unlock(&s->lock);
     if (est) {
@@ -679,53 +691,42 @@ static void drbd_conn_cut(BDRVDrbdState *s, const char *reason)
 static void drbd_yank(void *opaque)
 {
     BDRVDrbdState *s = opaque;
+    unsigned i;
 
-    drbd_conn_cut(s, "the connection was yanked");
+    for (i = 0; i < s->nr_conns; i++) {
+        drbd_conn_cut(s->conns[i], "the connection was yanked");
+    }
 }
 
 static void drbd_yank_unregister(BDRVDrbdState *s)
 {
-    if (s->conn.yank) {
+    if (s->yank) {
         yank_unregister_function(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
                                  drbd_yank, s);
         yank_unregister_instance(BLOCKDEV_YANK_INSTANCE(s->bs->node_name));
-        s->conn.yank = false;
+        s->yank = false;
     }
 }
 
-/*
- * Start listening or connecting.  Called when a writable node opens, or
- * when an inactive one is activated (not before: the connection applies
- * the peer's writes, and an inactive node must not write).
- */
-int drbd_conn_start(BDRVDrbdState *s, Error **errp)
+/* Start @conn's listener or connector, and its manager */
+static int drbd_conn_start_one(DrbdConnection *conn, Error **errp)
 {
-    Coroutine *co;
+    BDRVDrbdState *s = conn->s;
 
-    assert(!s->conn.conn_co);
-    if (!s->conn.yank) {
-        if (!yank_register_instance(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
-                                    errp)) {
-            return -EEXIST;
-        }
-        yank_register_function(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
-                               drbd_yank, s);
-        s->conn.yank = true;
-    }
-    if (s->conn.listen_addr && (!s->conn.peer_addr || !s->conn.connects)) {
-        s->conn.listener = qio_channel_socket_new();
-        qio_channel_set_name(QIO_CHANNEL(s->conn.listener), "drbd-listener");
-        if (qio_channel_socket_listen_sync(s->conn.listener,
-                                           s->conn.listen_addr,
+    assert(!conn->conn_co);
+    if (conn->listen_addr && (!conn->peer_addr || !conn->connects)) {
+        conn->listener = qio_channel_socket_new();
+        qio_channel_set_name(QIO_CHANNEL(conn->listener), "drbd-listener");
+        if (qio_channel_socket_listen_sync(conn->listener,
+                                           conn->listen_addr,
                                            DRBD_LISTEN_BACKLOG, errp) < 0) {
-            g_clear_pointer(&s->conn.listener, object_unref);
-            drbd_yank_unregister(s);
+            g_clear_pointer(&conn->listener, object_unref);
             return -EIO;
         }
-        drbd_setup_channel(QIO_CHANNEL(s->conn.listener), "drbd-listener");
-        drbd_defer_accept(s);
+        drbd_setup_channel(QIO_CHANNEL(conn->listener), "drbd-listener");
+        drbd_defer_accept(conn);
     }
-    if (s->conn.connects) {
+    if (conn->connects) {
         /*
          * The connector's thread creates the channels.  QOM initializes a
          * class on its first object, and not thread-safely: initialize
@@ -734,25 +735,55 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
          * socket (a QMP chardev at start-up) and corrupts the class.
          */
         object_class_by_name(TYPE_QIO_CHANNEL_SOCKET);
-        s->conn.connector = nbd_client_connection_new(s->conn.peer_addr,
-                                                      false, NULL, NULL,
-                                                      NULL, NULL);
+        conn->connector = nbd_client_connection_new(conn->peer_addr,
+                                                    false, NULL, NULL,
+                                                    NULL, NULL);
     }
 
-    if (s->conn.tls_creds) {
+    if (conn->tls_creds) {
         /* As above: the channels may become TLS in an iothread */
         object_class_by_name(TYPE_QIO_CHANNEL_TLS);
     }
 
     qemu_mutex_lock(&s->lock);
+    conn->conn_sleep.stopped = false;
+    qemu_mutex_unlock(&s->lock);
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1,
+                   NULL);
+    conn->conn_co = qemu_coroutine_create(drbd_conn_co, conn);
+    aio_co_enter(s->ctx, conn->conn_co);
+    return 0;
+}
+
+/*
+ * Start listening or connecting, to every peer.  Called when a writable
+ * node opens, or when an inactive one is activated (not before: the
+ * connection applies the peer's writes, and an inactive node must not
+ * write).
+ */
+int drbd_conn_start(BDRVDrbdState *s, Error **errp)
+{
+    unsigned i;
+
+    if (!s->yank) {
+        if (!yank_register_instance(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
+                                    errp)) {
+            return -EEXIST;
+        }
+        yank_register_function(BLOCKDEV_YANK_INSTANCE(s->bs->node_name),
+                               drbd_yank, s);
+        s->yank = true;
+    }
+    qemu_mutex_lock(&s->lock);
     qatomic_set(&s->closing, false);
-    s->conn.conn_sleep.stopped = false;
     s->ctx = bdrv_get_aio_context(s->bs);
     qemu_mutex_unlock(&s->lock);
-    drbd_set_state(s, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1, -1, NULL);
-    co = qemu_coroutine_create(drbd_conn_co, s);
-    s->conn.conn_co = co;
-    aio_co_enter(s->ctx, co);
+    for (i = 0; i < s->nr_conns; i++) {
+        if (drbd_conn_start_one(s->conns[i], errp) < 0) {
+            drbd_conn_stop(s);
+            return -EIO;
+        }
+    }
     return 0;
 }
 
@@ -763,23 +794,30 @@ int drbd_conn_start(BDRVDrbdState *s, Error **errp)
  */
 void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data)
 {
-    qemu_mutex_lock(&s->lock);
-    s->conn.discard_my_data = discard_my_data;
-    s->conn.connect_held = false;
-    qemu_mutex_unlock(&s->lock);
-    drbd_sleep_wake(s, &s->conn.conn_sleep, false);
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        qemu_mutex_lock(&s->lock);
+        conn->discard_my_data = discard_my_data;
+        conn->connect_held = false;
+        qemu_mutex_unlock(&s->lock);
+        drbd_sleep_wake(s, &conn->conn_sleep, false);
+    }
 }
 
 /*
  * Wake every waiting coroutine of the connection: the node closes, or
  * moved to s->ctx and they must follow
  */
-static void drbd_conn_kick(BDRVDrbdState *s)
+static void drbd_conn_kick(DrbdConnection *conn)
 {
+    BDRVDrbdState *s = conn->s;
     DrbdPeer *peer;
 
     qemu_mutex_lock(&s->lock);
-    peer = s->conn.peer;
+    peer = conn->peer;
     if (peer) {
         peer->running++;
     }
@@ -788,43 +826,72 @@ static void drbd_conn_kick(BDRVDrbdState *s)
         drbd_peer_kick(peer);
         drbd_peer_put(peer);
     }
-    if (s->conn.listener) {
-        qio_channel_wake_read(QIO_CHANNEL(s->conn.listener));
+    if (conn->listener) {
+        qio_channel_wake_read(QIO_CHANNEL(conn->listener));
     }
-    if (s->conn.connector) {
-        nbd_co_establish_connection_cancel(s->conn.connector);
+    if (conn->connector) {
+        nbd_co_establish_connection_cancel(conn->connector);
     }
-    drbd_sleep_wake(s, &s->conn.conn_sleep, false);
+    drbd_sleep_wake(s, &conn->conn_sleep, false);
 }
 
 /*
- * The node moved to @ctx (main loop, the node drained): the connection
- * follows it.  Its coroutines move themselves when woken.
+ * The node moved to @ctx (main loop, the node drained): the connections
+ * follow it.  Their coroutines move themselves when woken.
  */
 void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx)
 {
+    unsigned i;
+
     trace_drbd_conn_move(s->bs, ctx);
     qemu_mutex_lock(&s->lock);
     s->ctx = ctx;
     qemu_mutex_unlock(&s->lock);
-    if (s->conn.conn_co) {
-        drbd_conn_kick(s);
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->conn_co) {
+            drbd_conn_kick(s->conns[i]);
+        }
     }
 }
 
-/* Stop the connection manager and wait until it and its peer are gone */
+/* Whether a connection manager of @s runs */
+bool drbd_conn_running(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (qatomic_read(&s->conns[i]->conn_co)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Stop the connection managers and wait until they and their peers are
+ * gone
+ */
 void drbd_conn_stop(BDRVDrbdState *s)
 {
-    if (!s->conn.conn_co) {
-        return;
-    }
-    drbd_drain_gate_close(s);
-    drbd_sleep_wake(s, &s->conn.conn_sleep, true);
-    drbd_conn_cut(s, "the node is closing");
-    drbd_conn_kick(s);
+    unsigned i;
 
-    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn.conn_co) != NULL);
+    if (drbd_conn_running(s)) {
+        drbd_drain_gate_close(s);
+        for (i = 0; i < s->nr_conns; i++) {
+            DrbdConnection *conn = s->conns[i];
+
+            if (conn->conn_co) {
+                drbd_sleep_wake(s, &conn->conn_sleep, true);
+                drbd_conn_cut(conn, "the node is closing");
+                drbd_conn_kick(conn);
+            }
+        }
+        AIO_WAIT_WHILE_UNLOCKED(NULL, drbd_conn_running(s));
+    }
+    for (i = 0; i < s->nr_conns; i++) {
+        g_clear_pointer(&s->conns[i]->listener, object_unref);
+        g_clear_pointer(&s->conns[i]->connector,
+                        nbd_client_connection_release);
+    }
     drbd_yank_unregister(s);
-    g_clear_pointer(&s->conn.listener, object_unref);
-    g_clear_pointer(&s->conn.connector, nbd_client_connection_release);
 }

@@ -44,12 +44,18 @@
  */
 #define DRBD_UUID_ZEROED        0x5a45524f45440000ULL   /* "ZEROED" */
 #define DRBD_RESYNC_CHUNK       (256 * KiB)
+/* Peers of one node (DRBD 9 allows 31; one until multi-node support) */
+#define DRBD_PEERS_MAX          1
 
 typedef struct BDRVDrbdState BDRVDrbdState;
+
+typedef struct DrbdConnection DrbdConnection;
 
 /* A guest write on the primary, from submission until the peer is done */
 typedef struct DrbdRequest {
     BDRVDrbdState *s;
+    /* The connection it is sent on, if any (one peer per write, today) */
+    DrbdConnection *conn;
     uint64_t id;                /* the cookie the peer echoes in acks */
     int64_t offset;
     int64_t bytes;
@@ -117,6 +123,7 @@ typedef struct DrbdPeerRead {
 
 typedef struct DrbdPeer {
     BDRVDrbdState *s;
+    DrbdConnection *conn;       /* the connection it is established on */
     uint32_t version;           /* the protocol version both speak */
 
     QIOChannel *data;           /* a socket, or TLS over it */
@@ -241,14 +248,17 @@ typedef struct DrbdVerify {
  * lifetime: that peer's configuration, its connection manager, what is
  * known of the peer, the epochs of the writes sent to it, its resync and
  * its counters.  The established connection itself, while there is one,
- * is the DrbdPeer in @peer.  One today (a second and third peer, as with
- * DRBD 9, are more of these); everything that is the node's, whatever its
- * peers, stays in BDRVDrbdState.
+ * is the DrbdPeer in @peer.  A node has one per peer, in s->conns[]
+ * (one today; a second and third peer, as with DRBD 9, are more of
+ * these); everything that is the node's, whatever its peers, stays in
+ * BDRVDrbdState.  Code that works for one peer takes its DrbdConnection
+ * (or a DrbdPeer, whose @conn it is), never the node's first one.
  *
  * The configuration is fixed at open and read without a lock; the rest
  * is under the node's lock (s->lock), except where noted.
  */
-typedef struct DrbdConnection {
+struct DrbdConnection {
+    BDRVDrbdState *s;           /* the node */
     /* Configuration, fixed at open */
     uint8_t peer_node_id;
     /* The protocol version of the latest HELLO exchange, under s->lock */
@@ -264,7 +274,6 @@ typedef struct DrbdConnection {
     uint32_t max_buffers;           /* 4 KiB pages a receiver may hold */
     uint64_t resync_rate;
     DrbdPaceParams pace;        /* the c-* options (pace.h) */
-    char *resync_after;         /* the node name, if any */
     DrbdHandshakeConfig sb_cfg; /* after-sb options */
     /* Security (secure.c) */
     QCryptoTLSCreds *tls_creds;     /* TLS on both channels, if set */
@@ -347,19 +356,18 @@ typedef struct DrbdConnection {
     QIOChannelSocket *listener;
     NBDClientConnection *connector; /* connects in a thread of its own */
     QIOChannel *establishing;   /* a channel in its handshake */
-    bool yank;                  /* registered with QEMU's yank */
     DrbdPeer *handshaking;      /* a connection in its handshake */
     Coroutine *conn_co;         /* the connection manager */
     DrbdSleep conn_sleep;
-} DrbdConnection;
+};
 
 /*
  * The node's locks, outermost first: who holds one may take only those
  * below it.
  *
  *   s->auto_lock (CoMutex)        one auto-promotion at a time (role.c)
- *   s->conn.state_req_lock        one STATE_REQ in flight (role.c)
- *     (CoMutex)
+ *   conn->state_req_lock          one STATE_REQ in flight per peer
+ *     (CoMutex)                   (role.c)
  *   s->reqs_lock (CoMutex)        s->active_reqs: guest writes against
  *                                 resync chunks on the same blocks
  *   peer->data_send_lock,         one sender per channel (channel.c)
@@ -381,6 +389,7 @@ struct BDRVDrbdState {
     BlockdevOptionsDrbd *opts;  /* as given, for reopen to compare */
     char *resource;
     uint8_t node_id;
+    char *resync_after;         /* the node name, if any */
     uint64_t size;              /* bytes of data */
 
     /* Protects everything below, except where noted */
@@ -448,8 +457,12 @@ struct BDRVDrbdState {
     QEMUBH *blocker_bh;
     Error *migration_blocker;
 
-    /* The peer: one for now */
-    DrbdConnection conn;
+    /*
+     * The node's peers, a connection each, fixed at open (state.c).  One
+     * today: see drbd_conn()
+     */
+    DrbdConnection *conns[DRBD_PEERS_MAX];
+    unsigned nr_conns;
 
     /*
      * The transfer log (tl.c's, under s->lock): guest writes not yet done
@@ -516,6 +529,7 @@ struct BDRVDrbdState {
      */
     AioContext *ctx;
     bool closing;               /* set under s->lock; qatomic_read() */
+    bool yank;                  /* registered with QEMU's yank (main loop) */
 
     /* The drain gate (home.c): drained is atomic, drain_queue under lock */
     unsigned drained;           /* drained sections open on the node */
@@ -572,6 +586,18 @@ struct BDRVDrbdState {
  * format's description in docs/interop/drbd-metadata.rst.
  */
 
+/*
+ * The node's one connection, where code is still written for a single
+ * peer: the guest write and its request state, the out-of-sync bitmap
+ * (one per node), promotion and demotion (asked of one peer), the flat
+ * fields of query-drbd.  Multi-node support turns each of its callers
+ * into a loop over s->conns[].
+ */
+static inline DrbdConnection *drbd_conn(BDRVDrbdState *s)
+{
+    return s->conns[0];
+}
+
 /* home.c */
 int coroutine_fn drbd_co_io_begin(BDRVDrbdState *s);
 void drbd_io_end(BDRVDrbdState *s);
@@ -597,11 +623,21 @@ void drbd_sleep_wake(BDRVDrbdState *s, DrbdSleep *sl, bool stop);
 void drbd_timer_set_flag(void *opaque);
 
 /* state.c */
+DrbdConnection *drbd_conn_new(BDRVDrbdState *s, uint8_t peer_node_id);
+void drbd_conn_free(DrbdConnection *conn);
+#define DRBD_CONN_BIT(state)    (1u << (state))
+#define DRBD_CONN_RESYNCING     (DRBD_CONN_BIT(DRBD_CONN_STATE_SYNC_SOURCE) | \
+                                 DRBD_CONN_BIT(DRBD_CONN_STATE_SYNC_TARGET))
+bool drbd_replicates(BDRVDrbdState *s);
+bool drbd_peer_primary_locked(BDRVDrbdState *s);
+bool drbd_conn_in_locked(BDRVDrbdState *s, unsigned mask);
+uint64_t drbd_ping_timeout_ns(BDRVDrbdState *s);
 bool drbd_detach(BDRVDrbdState *s, const char *reason, bool failed);
 bool drbd_local_error(BDRVDrbdState *s, DrbdIoOperation op, int ret);
 bool drbd_disk_detached(DrbdDiskState d);
-void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
-                    int peer_role, int peer_disk, const char *reason);
+void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
+                    int cstate, int disk, int peer_role, int peer_disk,
+                    const char *reason);
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
 void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
 void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
@@ -611,8 +647,8 @@ void drbd_resync_finished_uuids(DrbdPeer *peer);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
 const char *drbd_name(BDRVDrbdState *s);
-uint64_t drbd_resync_done_locked(BDRVDrbdState *s);
-void drbd_resync_marks_start_locked(BDRVDrbdState *s);
+uint64_t drbd_resync_done_locked(DrbdConnection *conn);
+void drbd_resync_marks_start_locked(DrbdConnection *conn);
 void drbd_nodes_add(BDRVDrbdState *s);
 void drbd_nodes_remove(BDRVDrbdState *s);
 bool drbd_resync_after_check(BDRVDrbdState *s, Error **errp);
@@ -641,10 +677,10 @@ void drbd_md_detached(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);
 int drbd_md_sync_all(BDRVDrbdState *s);
-int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s);
+int coroutine_fn drbd_co_md_sync(BDRVDrbdState *s, bool bitmap);
 int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s);
-int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s);
-int coroutine_fn GRAPH_RDLOCK drbd_md_sync_in_request(BDRVDrbdState *s);
+int coroutine_fn GRAPH_RDLOCK
+drbd_md_sync_in_request(BDRVDrbdState *s, bool bitmap);
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
                uint32_t al_extents, Error **errp);
@@ -669,11 +705,11 @@ int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannel *ioc,
 int coroutine_fn drbd_expect_packet(QIOChannel *ioc, uint16_t cmd,
                                     uint8_t **payload, uint32_t *len,
                                     Error **errp);
-DrbdPeer *drbd_peer_new(BDRVDrbdState *s, QIOChannel *data,
+DrbdPeer *drbd_peer_new(DrbdConnection *conn, QIOChannel *data,
                         QIOChannel *meta);
 void drbd_peer_free(DrbdPeer *peer);
-DrbdPeer *drbd_peer_get(BDRVDrbdState *s);
-DrbdPeer *drbd_peer_get_locked(BDRVDrbdState *s);
+DrbdPeer *drbd_peer_get(DrbdConnection *conn);
+DrbdPeer *drbd_peer_get_locked(DrbdConnection *conn);
 void drbd_peer_put(DrbdPeer *peer);
 void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque);
 void coroutine_fn drbd_peer_spawn_here(DrbdPeer *peer, CoroutineEntry *fn,
@@ -694,14 +730,14 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
                            DrbdReqEvent ev);
 void drbd_tl_init(BDRVDrbdState *s);
 void drbd_tl_cleanup(BDRVDrbdState *s);
-DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, int64_t offset,
-                                   int64_t bytes, unsigned state,
-                                   bool al_held, bool to_peer);
+DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdConnection *conn,
+                                   int64_t offset, int64_t bytes,
+                                   unsigned state, bool al_held);
 void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *req);
-DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id);
-int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
+DrbdRequest *drbd_req_find_locked(DrbdConnection *conn, uint64_t id);
+int drbd_tl_barrier_acked_locked(DrbdConnection *conn, uint32_t epoch,
                                  Error **errp);
-void drbd_tl_connection_lost_locked(BDRVDrbdState *s);
+void drbd_tl_connection_lost_locked(DrbdConnection *conn);
 int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                                  uint16_t cmd, QEMUIOVector *qiov,
                                  size_t qiov_offset, uint32_t dp_flags);
@@ -721,7 +757,8 @@ drbd_co_disk_read(BDRVDrbdState *s, int64_t offset, int64_t bytes,
 int coroutine_fn GRAPH_RDLOCK drbd_co_disk_flush(BDRVDrbdState *s);
 
 /* readpeer.c: guest reads served by the peer */
-bool drbd_peer_can_read_locked(BDRVDrbdState *s);
+bool drbd_peer_can_read_locked(DrbdConnection *conn);
+DrbdConnection *drbd_reader_locked(BDRVDrbdState *s);
 int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
                                    int64_t bytes, QEMUIOVector *qiov,
                                    size_t qiov_offset);
@@ -774,25 +811,26 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
                                         Error **errp);
 
 /* handshake.c */
-int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannel *ioc,
+int coroutine_fn drbd_send_hello(DrbdConnection *conn, QIOChannel *ioc,
                                  bool meta, Error **errp);
 int coroutine_fn drbd_recv_hello(QIOChannel *ioc, DrbdHello *hello,
                                  Error **errp);
-int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp);
+int drbd_check_hello(DrbdConnection *conn, const DrbdHello *h, Error **errp);
 int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                                       Error **errp);
 
 /* secure.c */
-int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp);
-void drbd_secure_close(BDRVDrbdState *s);
-uint32_t drbd_secure_hello_flags(BDRVDrbdState *s);
-int drbd_secure_check_hello(BDRVDrbdState *s, const DrbdHello *h,
+int drbd_secure_open(DrbdConnection *conn, BlockdevOptionsDrbd *o,
+                     Error **errp);
+void drbd_secure_close(DrbdConnection *conn);
+uint32_t drbd_secure_hello_flags(DrbdConnection *conn);
+int drbd_secure_check_hello(DrbdConnection *conn, const DrbdHello *h,
                             Error **errp);
 int drbd_auth_answer(uint32_t digest, const uint8_t *key, size_t key_len,
                      bool connector, const uint8_t *their_nonce,
                      const uint8_t *our_nonce, DrbdAuthResponse *r,
                      Error **errp);
-int coroutine_fn drbd_secure_channel(BDRVDrbdState *s, QIOChannel **ioc,
+int coroutine_fn drbd_secure_channel(DrbdConnection *conn, QIOChannel **ioc,
                                      bool connector, Error **errp);
 /* digest.c: digests of data */
 uint32_t drbd_digest_of_alg(DrbdDigestAlg alg);
@@ -861,6 +899,7 @@ void drbd_ping_now(BDRVDrbdState *s);
 /* conn.c */
 int drbd_conn_start(BDRVDrbdState *s, Error **errp);
 void drbd_conn_stop(BDRVDrbdState *s);
+bool drbd_conn_running(BDRVDrbdState *s);
 void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx);
 void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
 
@@ -875,7 +914,8 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
 void drbd_auto_init(BDRVDrbdState *s);
 int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp);
 void drbd_auto_perm_changed(BDRVDrbdState *s, bool write_perm);
-int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp);
+int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
+                                    Error **errp);
 
 /* drbd.c */
 bool drbd_is_drbd_node(BlockDriverState *bs);

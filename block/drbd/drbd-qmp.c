@@ -68,7 +68,7 @@ void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
     if (!s) {
         return;
     }
-    if (!s->conn.listen_addr && !s->conn.peer_addr) {
+    if (!drbd_replicates(s)) {
         error_setg(errp, "drbd node '%s' has no peer to connect to",
                    node_name);
         return;
@@ -76,21 +76,22 @@ void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
     drbd_connect_again(s, has_discard_my_data && discard_my_data);
 }
 
-void qmp_drbd_invalidate(const char *node_name, Error **errp)
+void coroutine_fn qmp_drbd_invalidate(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
     if (s) {
-        drbd_invalidate(s, false, errp);
+        drbd_co_invalidate(s, false, errp);
     }
 }
 
-void qmp_drbd_invalidate_remote(const char *node_name, Error **errp)
+void coroutine_fn qmp_drbd_invalidate_remote(const char *node_name,
+                                            Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
     if (s) {
-        drbd_invalidate(s, true, errp);
+        drbd_co_invalidate(s, true, errp);
     }
 }
 

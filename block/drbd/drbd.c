@@ -144,6 +144,8 @@ static bool drbd_addr_type_ok(const SocketAddress *addr)
 static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                               Error **errp)
 {
+    DrbdConnection *conn;
+
     s->resource = g_strdup(o->resource ?: "r0");
     if (!s->resource[0] || strlen(s->resource) > DRBD_RESOURCE_NAME_MAX) {
         error_setg(errp, "resource must have 1 to %d characters",
@@ -151,13 +153,14 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
     s->node_id = o->has_node_id ? o->node_id : 0;
-    s->conn.peer_node_id = o->has_peer_node_id ? o->peer_node_id :
-                      (s->node_id == 0 ? 1 : 0);
-    if (s->node_id > 31 || s->conn.peer_node_id > 31) {
+    conn = drbd_conn_new(s, o->has_peer_node_id ? o->peer_node_id :
+                            (s->node_id == 0 ? 1 : 0));
+    s->conns[s->nr_conns++] = conn;
+    if (s->node_id > 31 || conn->peer_node_id > 31) {
         error_setg(errp, "node-id and peer-node-id must be 0 to 31");
         return -EINVAL;
     }
-    if (s->node_id == s->conn.peer_node_id) {
+    if (s->node_id == conn->peer_node_id) {
         error_setg(errp, "node-id and peer-node-id are both %d",
                    s->node_id);
         error_append_hint(errp, "Give each node of a pair its own id.\n");
@@ -167,7 +170,7 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     s->auto_promote = !o->has_role || o->role == DRBD_ROLE_OPTION_AUTO;
     s->role = o->has_role && o->role == DRBD_ROLE_OPTION_PRIMARY ?
               DRBD_ROLE_PRIMARY : DRBD_ROLE_SECONDARY;
-    s->conn.protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
+    conn->protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
     s->on_io_error = o->has_on_io_error ? o->on_io_error :
                      DRBD_ON_IO_ERROR_DETACH;
     if (o->has_disk_timeout && o->disk_timeout > DRBD_MAX_DISK_TIMEOUT_MS) {
@@ -191,39 +194,39 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                           "so it cannot use a file descriptor or vsock.\n");
         return -EINVAL;
     }
-    s->conn.listen_addr = QAPI_CLONE(SocketAddress, o->listen);
-    s->conn.peer_addr = QAPI_CLONE(SocketAddress, o->peer);
-    s->conn.connects = s->conn.peer_addr &&
-                  (!s->conn.listen_addr || s->node_id < s->conn.peer_node_id);
+    conn->listen_addr = QAPI_CLONE(SocketAddress, o->listen);
+    conn->peer_addr = QAPI_CLONE(SocketAddress, o->peer);
+    conn->connects = conn->peer_addr &&
+                     (!conn->listen_addr || s->node_id < conn->peer_node_id);
 
-    s->conn.connect_interval_ns = (uint64_t)(o->has_connect_interval ?
+    conn->connect_interval_ns = (uint64_t)(o->has_connect_interval ?
         o->connect_interval : DRBD_DEFAULT_CONNECT_INTERVAL_MS) * SCALE_MS;
-    s->conn.ping_interval_ns = (uint64_t)(o->has_ping_interval ?
+    conn->ping_interval_ns = (uint64_t)(o->has_ping_interval ?
         o->ping_interval : DRBD_DEFAULT_PING_INTERVAL_MS) * SCALE_MS;
-    s->conn.ping_timeout_ns = (uint64_t)(o->has_ping_timeout ?
+    conn->ping_timeout_ns = (uint64_t)(o->has_ping_timeout ?
         o->ping_timeout : DRBD_DEFAULT_PING_TIMEOUT_MS) * SCALE_MS;
-    if (!s->conn.connect_interval_ns || !s->conn.ping_interval_ns ||
-        !s->conn.ping_timeout_ns) {
+    if (!conn->connect_interval_ns || !conn->ping_interval_ns ||
+        !conn->ping_timeout_ns) {
         error_setg(errp, "connect-interval, ping-interval and ping-timeout "
                    "must not be 0");
         return -EINVAL;
     }
-    s->conn.max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
+    conn->max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
                         DRBD_DEFAULT_MAX_EPOCH_SIZE;
-    if (!s->conn.max_epoch_size) {
+    if (!conn->max_epoch_size) {
         error_setg(errp, "max-epoch-size must not be 0");
         return -EINVAL;
     }
-    s->conn.max_buffers = o->has_max_buffers ? o->max_buffers :
-                          DRBD_DEFAULT_MAX_BUFFERS;
-    if (s->conn.max_buffers < DRBD_MIN_MAX_BUFFERS ||
-        s->conn.max_buffers > DRBD_MAX_MAX_BUFFERS) {
+    conn->max_buffers = o->has_max_buffers ? o->max_buffers :
+                        DRBD_DEFAULT_MAX_BUFFERS;
+    if (conn->max_buffers < DRBD_MIN_MAX_BUFFERS ||
+        conn->max_buffers > DRBD_MAX_MAX_BUFFERS) {
         error_setg(errp, "max-buffers must be %d to %d (4 KiB pages)",
                    DRBD_MIN_MAX_BUFFERS, DRBD_MAX_MAX_BUFFERS);
         return -EINVAL;
     }
-    s->conn.resync_rate = o->has_resync_rate ? o->resync_rate : 0;
-    s->conn.pace = (DrbdPaceParams) {
+    conn->resync_rate = o->has_resync_rate ? o->resync_rate : 0;
+    conn->pace = (DrbdPaceParams) {
         .plan_ahead_ns = (uint64_t)(o->has_c_plan_ahead ? o->c_plan_ahead :
                                     0) * SCALE_MS,
         .fill_target = o->has_c_fill_target ? o->c_fill_target : 0,
@@ -235,7 +238,7 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         .min_rate = o->has_c_min_rate ? o->c_min_rate :
                     DRBD_DEFAULT_C_MIN_RATE,
     };
-    if (!drbd_pace_params_check(&s->conn.pace, errp)) {
+    if (!drbd_pace_params_check(&conn->pace, errp)) {
         return -EINVAL;
     }
     if (o->resync_after) {
@@ -247,18 +250,18 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                        bdrv_get_format_name(other));
             return -EINVAL;
         }
-        s->conn.resync_after = g_strdup(o->resync_after);
+        s->resync_after = g_strdup(o->resync_after);
         if (!drbd_resync_after_check(s, errp)) {
             return -EINVAL;
         }
     }
 
     if (drbd_apply_after_sb(0, o->has_after_sb_0pri, o->after_sb_0pri,
-                            &s->conn.sb_cfg.after_sb_0pri, errp) < 0 ||
+                            &conn->sb_cfg.after_sb_0pri, errp) < 0 ||
         drbd_apply_after_sb(1, o->has_after_sb_1pri, o->after_sb_1pri,
-                            &s->conn.sb_cfg.after_sb_1pri, errp) < 0 ||
+                            &conn->sb_cfg.after_sb_1pri, errp) < 0 ||
         drbd_apply_after_sb(2, o->has_after_sb_2pri, o->after_sb_2pri,
-                            &s->conn.sb_cfg.after_sb_2pri, errp) < 0) {
+                            &conn->sb_cfg.after_sb_2pri, errp) < 0) {
         return -EINVAL;
     }
 
@@ -277,7 +280,7 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                           "external) to use the 'meta' child.\n");
         return -EINVAL;
     }
-    return drbd_secure_open(s, o, errp);
+    return drbd_secure_open(conn, o, errp);
 }
 
 static void drbd_free_state(BDRVDrbdState *s)
@@ -285,16 +288,16 @@ static void drbd_free_state(BDRVDrbdState *s)
     if (QLIST_IS_INSERTED(s, next)) {
         drbd_nodes_remove(s);
     }
-    g_free(s->conn.resync_after);
+    g_free(s->resync_after);
     drbd_tl_cleanup(s);
     drbd_chunk_bufs_free(s);
     drbd_md_free(s);
-    drbd_secure_close(s);
     g_clear_pointer(&s->oos, hbitmap_free);
-    ratelimit_destroy(&s->conn.resync_limit);
+    while (s->nr_conns) {
+        drbd_secure_close(s->conns[s->nr_conns - 1]);
+        drbd_conn_free(s->conns[--s->nr_conns]);
+    }
     qapi_free_BlockdevOptionsDrbd(s->opts);
-    qapi_free_SocketAddress(s->conn.listen_addr);
-    qapi_free_SocketAddress(s->conn.peer_addr);
     g_free(s->resource);
     g_free(s->last_error);
     g_clear_pointer(&s->auto_demote_bh, qemu_bh_delete);
@@ -329,11 +332,6 @@ static void drbd_disk_error_bh(void *opaque)
 
     drbd_md_detached(s);
     drbd_announce_role(s);
-}
-
-static bool drbd_replicates(BDRVDrbdState *s)
-{
-    return s->conn.listen_addr || s->conn.peer_addr;
 }
 
 /*
@@ -381,9 +379,10 @@ static void drbd_open_as_primary(BDRVDrbdState *s)
     drbd_uuids_set_locked(s, &u);
 }
 
-/* Wait up to @ms for the handshake with the peer to finish */
+/* Wait up to @ms for the handshake with the (one) peer to finish */
 static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
 {
+    DrbdConnection *conn = drbd_conn(s);
     AioContext *ctx = bdrv_get_aio_context(s->bs);
     bool timed_out = false;
     QEMUTimer *timer;
@@ -391,7 +390,7 @@ static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
     timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_MS,
                           drbd_timer_set_flag, &timed_out);
     timer_mod(timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
-    while (!timed_out && qatomic_read(&s->conn.cstate) <
+    while (!timed_out && qatomic_read(&conn->cstate) <
                          DRBD_CONN_STATE_CONNECTED) {
         aio_poll(ctx, true);
     }
@@ -412,7 +411,6 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     s->bs = bs;
     qemu_mutex_init(&s->lock);
     qemu_co_mutex_init(&s->reqs_lock);
-    qemu_co_queue_init(&s->conn.barrier_waiters);
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->al_queue);
     drbd_auto_init(s);
@@ -421,7 +419,6 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
                                   drbd_disk_error_bh, s);
     drbd_tl_init(s);
     QLIST_INIT(&s->active_reqs);
-    ratelimit_init(&s->conn.resync_limit);
 
     /* No file: a diskless client, whose data is all its peer's */
     bdrv_open_child(NULL, options, "file", bs, &child_of_bds,
@@ -447,7 +444,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         goto fail;
     }
     s->opts = QAPI_CLONE(BlockdevOptionsDrbd, opts);
-    if ((s->conn.listen_addr || s->conn.peer_addr) && !(flags & BDRV_O_RDWR)) {
+    if (drbd_replicates(s) && !(flags & BDRV_O_RDWR)) {
         error_setg(errp, "a read-only drbd node cannot replicate: it would "
                    "have to write what its peer sends");
         error_append_hint(errp, "Open it read-write, or leave out listen "
@@ -547,16 +544,12 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     }
 
 connect:
-    s->conn.peer_role = DRBD_ROLE_UNKNOWN;
-    s->conn.peer_disk = DRBD_DISK_STATE_DUNKNOWN;
-    s->conn.cstate = DRBD_CONN_STATE_STANDALONE;
-
     s->ctx = bdrv_get_aio_context(bs);
     /* For resync-after, its own and the others' */
     drbd_nodes_add(s);
 
     trace_drbd_open(bs, bs->file ? bs->file->bs->filename : "(diskless)",
-                    DrbdRole_str(s->role), s->conn.protocol);
+                    DrbdRole_str(s->role), drbd_conn(s)->protocol);
     if (drbd_replicates(s) && (flags & BDRV_O_INACTIVE) &&
         !s->keep_children_active) {
         /*
@@ -565,7 +558,7 @@ connect:
          */
         s->last_error = g_strdup("the node is inactive: it connects when "
                                  "it is activated");
-    } else if (s->conn.listen_addr || s->conn.peer_addr) {
+    } else if (drbd_replicates(s)) {
         ret = drbd_conn_start(s, errp);
         if (ret < 0) {
             /* Leave the metadata as a clean close would: nothing ran */
@@ -698,12 +691,14 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
  */
 static int drbd_no_peer_for_io(BDRVDrbdState *s, const char *what)
 {
+    /* The message names the one peer's states (see drbd_conn()) */
+    DrbdConnection *conn = drbd_conn(s);
     DrbdConnState c;
     DrbdDiskState pd;
 
     qemu_mutex_lock(&s->lock);
-    c = s->conn.cstate;
-    pd = s->conn.peer_disk;
+    c = conn->cstate;
+    pd = conn->peer_disk;
     qemu_mutex_unlock(&s->lock);
     if (!qatomic_xchg(&s->no_peer_reported, true)) {
         error_report("drbd node '%s' (resource %s) is diskless (detached "
@@ -756,6 +751,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
                      BdrvRequestFlags flags)
 {
     BDRVDrbdState *s = bs->opaque;
+    /* A write goes to one peer, with one request state (see drbd_conn()) */
+    DrbdConnection *conn = drbd_conn(s);
     DrbdRequest *req;
     DrbdPeer *peer;
     BlockReq active;
@@ -784,13 +781,16 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     diskless = qatomic_read(&s->detached);
     while (!diskless &&
            (ret = drbd_al_begin_io(s, offset, bytes)) == -EAGAIN) {
-        /* The open epoch holds every slot: close it to free them */
+        /* The open epochs hold every slot: close them to free them */
         uint32_t epoch;
+        unsigned i;
 
-        peer = drbd_peer_get(s);
-        if (peer) {
-            drbd_send_barrier(peer, false, &epoch);
-            drbd_peer_put(peer);
+        for (i = 0; i < s->nr_conns; i++) {
+            peer = drbd_peer_get(s->conns[i]);
+            if (peer) {
+                drbd_send_barrier(peer, false, &epoch);
+                drbd_peer_put(peer);
+            }
         }
     }
     if (ret < 0 && qatomic_read(&s->detached)) {
@@ -809,7 +809,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
      * Without our disk, the peer's is the only copy: wait for its write
      * ack, which protocols A and B get by asking for FUA
      */
-    if (diskless && s->conn.protocol != 'C') {
+    if (diskless && conn->protocol != 'C') {
         dp_flags |= DRBD_DP_FUA;
     }
 
@@ -818,9 +818,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
      * The peer, or a bit in the bitmap, in one go: see drbd_peer_run().
      * A peer whose disk is gone gets no data: the bitmap records it.
      */
-    peer = drbd_disk_detached(s->conn.peer_disk) ? NULL :
-           drbd_peer_get_locked(s);
-    if (diskless && (!peer || s->conn.peer_disk !=
+    peer = drbd_disk_detached(conn->peer_disk) ? NULL :
+           drbd_peer_get_locked(conn);
+    if (diskless && (!peer || conn->peer_disk !=
                      DRBD_DISK_STATE_UP_TO_DATE)) {
         qemu_mutex_unlock(&s->lock);
         if (peer) {
@@ -831,10 +831,10 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         qemu_co_mutex_unlock(&s->reqs_lock);
         return drbd_no_peer_for_io(s, "write");
     }
-    req = drbd_tl_submit_locked(s, offset, bytes,
-                                drbd_req_initial_state(s->conn.protocol,
+    req = drbd_tl_submit_locked(s, peer ? conn : NULL, offset, bytes,
+                                drbd_req_initial_state(conn->protocol,
                                     diskless || (flags & BDRV_REQ_FUA)),
-                                s->al && !diskless, peer);
+                                s->al && !diskless);
     qatomic_inc(&s->ap);
     qatomic_add(&s->lo, !diskless);
     qemu_mutex_unlock(&s->lock);
@@ -854,8 +854,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (cmd == DRBD_CMD_DATA && ret == 0 && !diskless) {
         stat64_add(&s->dw, bytes);
     }
-    if (ret == 0 && !diskless && s->whole_blocks && s->conn.peer &&
-        s->conn.peer->sync_target && !(req->state & DRBD_RQ_NET_OOS)) {
+    if (ret == 0 && !diskless && s->whole_blocks && conn->peer &&
+        conn->peer->sync_target && !(req->state & DRBD_RQ_NET_OOS)) {
         /*
          * A sync target: its blocks are the newest here now, and on the
          * peer, which has the write; the resync skips them (peer.c)
@@ -914,7 +914,7 @@ static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                    "leave meta and meta-disk out");
         return -EINVAL;
     }
-    if (!s->conn.listen_addr && !s->conn.peer_addr) {
+    if (!drbd_replicates(s)) {
         error_setg(errp, "a diskless client (no file) serves its guest "
                    "through its peer: give listen or peer");
         return -EINVAL;
@@ -974,15 +974,16 @@ static bool drbd_read_lacking(BDRVDrbdState *s, int64_t offset,
  */
 static bool drbd_read_remote(BDRVDrbdState *s)
 {
+    DrbdConnection *conn;
     bool remote = false;
 
     if (s->read_balancing == DRBD_READ_BALANCING_PREFER_LOCAL) {
         return false;
     }
     qemu_mutex_lock(&s->lock);
-    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE &&
-        s->conn.cstate == DRBD_CONN_STATE_CONNECTED &&
-        drbd_peer_can_read_locked(s)) {
+    conn = drbd_reader_locked(s);
+    if (s->disk == DRBD_DISK_STATE_UP_TO_DATE && conn &&
+        conn->cstate == DRBD_CONN_STATE_CONNECTED) {
         switch (s->read_balancing) {
         case DRBD_READ_BALANCING_PREFER_REMOTE:
             remote = true;
@@ -991,7 +992,7 @@ static bool drbd_read_remote(BDRVDrbdState *s)
             remote = qatomic_fetch_inc(&s->read_turn) & 1;
             break;
         default:
-            remote = qatomic_read(&s->conn.pe) < qatomic_read(&s->lo);
+            remote = qatomic_read(&conn->pe) < qatomic_read(&s->lo);
         }
     }
     qemu_mutex_unlock(&s->lock);
@@ -1101,21 +1102,27 @@ drbd_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
 static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
-    DrbdPeer *peer = NULL;
+    DrbdPeer *peers[DRBD_PEERS_MAX] = { NULL };
+    uint32_t epochs[DRBD_PEERS_MAX];
+    int sent[DRBD_PEERS_MAX];
     bool diskless = qatomic_read(&s->detached);
     bool acked = false;
-    uint32_t epoch = 0;
-    int sent = -1;
+    unsigned i;
     int ret = 0;
 
-    qemu_mutex_lock(&s->lock);
-    if (s->role == DRBD_ROLE_PRIMARY &&
-        !drbd_disk_detached(s->conn.peer_disk)) {
-        peer = drbd_peer_get_locked(s);
-    }
-    qemu_mutex_unlock(&s->lock);
-    if (peer) {
-        sent = drbd_send_barrier(peer, true, &epoch);
+    /* A barrier to every peer with a disk, while the local flush runs */
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        qemu_mutex_lock(&s->lock);
+        if (s->role == DRBD_ROLE_PRIMARY &&
+            !drbd_disk_detached(conn->peer_disk)) {
+            peers[i] = drbd_peer_get_locked(conn);
+        }
+        qemu_mutex_unlock(&s->lock);
+        if (peers[i]) {
+            sent[i] = drbd_send_barrier(peers[i], true, &epochs[i]);
+        }
     }
 
     if (!diskless) {
@@ -1127,16 +1134,23 @@ static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
         }
     }
 
-    if (peer) {
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+        DrbdPeer *peer = peers[i];
+
+        if (!peer) {
+            continue;
+        }
         qemu_mutex_lock(&s->lock);
         /* A peer that detaches meanwhile has no disk to flush any more */
-        while (sent == 0 && !qatomic_read(&peer->broken) &&
-               !drbd_disk_detached(s->conn.peer_disk) &&
-               (int32_t)(s->conn.barrier_acked_upto - epoch) <= 0) {
-            qemu_co_queue_wait(&s->conn.barrier_waiters, &s->lock);
+        while (sent[i] == 0 && !qatomic_read(&peer->broken) &&
+               !drbd_disk_detached(conn->peer_disk) &&
+               (int32_t)(conn->barrier_acked_upto - epochs[i]) <= 0) {
+            qemu_co_queue_wait(&conn->barrier_waiters, &s->lock);
         }
-        acked = sent == 0 && (int32_t)(s->conn.barrier_acked_upto -
-                                       epoch) > 0;
+        /* Detached, the guest's writes are durable if one peer's are */
+        acked |= sent[i] == 0 &&
+                 (int32_t)(conn->barrier_acked_upto - epochs[i]) > 0;
         qemu_mutex_unlock(&s->lock);
         drbd_peer_put(peer);
     }
@@ -1212,9 +1226,18 @@ drbd_co_getlength(BlockDriverState *bs)
  */
 static bool drbd_can_hand_over_locked(BDRVDrbdState *s)
 {
-    return s->role != DRBD_ROLE_PRIMARY ||
-           (s->conn.cstate >= DRBD_CONN_STATE_CONNECTED &&
-            s->conn.peer_disk == DRBD_DISK_STATE_UP_TO_DATE);
+    unsigned i;
+
+    if (s->role != DRBD_ROLE_PRIMARY) {
+        return true;
+    }
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->cstate >= DRBD_CONN_STATE_CONNECTED &&
+            s->conns[i]->peer_disk == DRBD_DISK_STATE_UP_TO_DATE) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Keep a migration blocker registered while no hand-over is possible */
@@ -1330,7 +1353,7 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
     Error *local_err = NULL;
     bool can;
 
-    if (s->conn.conn_co) {
+    if (drbd_conn_running(s)) {
         qemu_mutex_lock(&s->lock);
         can = drbd_can_hand_over_locked(s);
         qemu_mutex_unlock(&s->lock);
@@ -1427,7 +1450,7 @@ drbd_co_invalidate_cache(BlockDriverState *bs, Error **errp)
     if (drbd_md_reactivate(bs, errp) < 0) {
         return;
     }
-    if ((s->conn.listen_addr || s->conn.peer_addr) && !s->conn.conn_co) {
+    if (drbd_replicates(s) && !drbd_conn_running(s)) {
         qemu_mutex_lock(&s->lock);
         g_clear_pointer(&s->last_error, g_free);
         qemu_mutex_unlock(&s->lock);
@@ -1566,8 +1589,7 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
             return -EINVAL;
         }
     }
-    if ((s->conn.listen_addr || s->conn.peer_addr) &&
-        !(state->flags & BDRV_O_RDWR)) {
+    if (drbd_replicates(s) && !(state->flags & BDRV_O_RDWR)) {
         error_setg(errp, "drbd node '%s' replicates to a peer: it cannot "
                    "become read-only", drbd_name(s));
         return -EINVAL;
@@ -1896,6 +1918,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     uint64_t al_tr_number = s->al_tr_number;
     DrbdPeer *peer;
     DrbdUuids u;
+    unsigned i;
     int64_t len;
     int ret;
 
@@ -2016,7 +2039,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     s->pass_on_reported = false;
     qatomic_set(&s->detached, false);
     qemu_mutex_unlock(&s->lock);
-    drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+    drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
                    "a disk was attached: full resync from the peer");
     if (s->md_writable) {
         ret = drbd_md_open_commit(s, errp);
@@ -2034,11 +2057,13 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
         goto out;
     }
 
-    /* The handshake, again, sees the disk and starts the resync */
-    peer = drbd_peer_get(s);
-    if (peer) {
-        drbd_peer_fail(peer, "a disk was attached");
-        drbd_peer_put(peer);
+    /* The handshakes, again, see the disk and start the resync */
+    for (i = 0; i < s->nr_conns; i++) {
+        peer = drbd_peer_get(s->conns[i]);
+        if (peer) {
+            drbd_peer_fail(peer, "a disk was attached");
+            drbd_peer_put(peer);
+        }
     }
 out:
     bdrv_drained_end(bs);

@@ -21,21 +21,24 @@
 
 #include "drbd-int.h"
 
-static void drbd_make_hello(BDRVDrbdState *s, DrbdHello *h, bool meta)
+static void drbd_make_hello(DrbdConnection *conn, DrbdHello *h, bool meta)
 {
+    BDRVDrbdState *s = conn->s;
+
     *h = (DrbdHello) {
         .version_min = DRBD_PROTO_VERSION_MIN,
         .version_max = DRBD_PROTO_VERSION_MAX,
         .node_id = s->node_id,
         .flags = (meta ? DRBD_HELLO_META_CHANNEL : 0) |
-                 drbd_secure_hello_flags(s),
+                 drbd_secure_hello_flags(conn),
     };
     pstrcpy(h->resource, sizeof(h->resource), s->resource);
 }
 
 /* Check the peer's HELLO against our configuration */
-int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp)
+int drbd_check_hello(DrbdConnection *conn, const DrbdHello *h, Error **errp)
 {
+    BDRVDrbdState *s = conn->s;
     uint32_t common_max = MIN(h->version_max, DRBD_PROTO_VERSION_MAX);
 
     if (common_max < MAX(h->version_min, DRBD_PROTO_VERSION_MIN)) {
@@ -50,25 +53,25 @@ int drbd_check_hello(BDRVDrbdState *s, const DrbdHello *h, Error **errp)
                    h->resource, s->resource);
         return -EINVAL;
     }
-    if (h->node_id != s->conn.peer_node_id) {
+    if (h->node_id != conn->peer_node_id) {
         error_setg(errp, "the peer has node-id %" PRIu32 ", peer-node-id "
-                   "is %d", h->node_id, s->conn.peer_node_id);
+                   "is %d", h->node_id, conn->peer_node_id);
         return -EINVAL;
     }
     /* Both channels of one connection say the same: the peer keeps it */
     qemu_mutex_lock(&s->lock);
-    s->conn.hello_version = common_max;
+    conn->hello_version = common_max;
     qemu_mutex_unlock(&s->lock);
     return 0;
 }
 
-int coroutine_fn drbd_send_hello(BDRVDrbdState *s, QIOChannel *ioc,
+int coroutine_fn drbd_send_hello(DrbdConnection *conn, QIOChannel *ioc,
                                  bool meta, Error **errp)
 {
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdHello hello;
 
-    drbd_make_hello(s, &hello, meta);
+    drbd_make_hello(conn, &hello, meta);
     drbd_wire_put_hello(pkt, &hello);
     return drbd_write_packet(ioc, pkt, errp);
 }
@@ -133,6 +136,7 @@ static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, DrbdDeadline *dl,
                                          Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     uint64_t nbits = DIV_ROUND_UP(s->size, 1 << DRBD_BM_GRANULARITY);
     HBitmap *hb = hbitmap_alloc(nbits, 0);
     uint64_t pos = 0;
@@ -147,7 +151,7 @@ static int coroutine_fn drbd_recv_bitmap(DrbdPeer *peer, DrbdDeadline *dl,
             hbitmap_free(hb);
             return -EINVAL;
         }
-        drbd_deadline_rearm(dl, s->conn.ping_timeout_ns);
+        drbd_deadline_rearm(dl, conn->ping_timeout_ns);
     }
     *bytes = hbitmap_count(hb) << DRBD_BM_GRANULARITY;
     *out = hb;
@@ -159,8 +163,9 @@ static int coroutine_fn drbd_exchange_bitmaps(DrbdPeer *peer, DrbdDeadline *dl,
                                               uint64_t *bytes, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
-    if (s->node_id < s->conn.peer_node_id) {
+    if (s->node_id < conn->peer_node_id) {
         return drbd_send_bitmap(peer, errp) < 0 ? -EIO :
                drbd_recv_bitmap(peer, dl, theirs, bytes, errp);
     }
@@ -202,11 +207,12 @@ static void drbd_uuids_str(GString *out, const char *who, const DrbdUuids *u)
  * What the handshake decided about a split brain or unrelated data: an
  * event and a log line for the operator, never a silent resolution
  */
-static void drbd_report_split_brain(BDRVDrbdState *s,
+static void drbd_report_split_brain(DrbdConnection *conn,
                                     const DrbdHandshakeResult *res,
                                     const DrbdUuids *mine,
                                     const DrbdUuids *theirs)
 {
+    BDRVDrbdState *s = conn->s;
     g_autoptr(GString) detail = g_string_new(NULL);
     bool resolved = res->resolution == DRBD_SB_BY_POLICY ||
                     res->resolution == DRBD_SB_BY_DISCARD_MY_DATA;
@@ -255,12 +261,13 @@ typedef struct DrbdHandshakeOutcome {
  * node; reports a split brain to the operator.  Fails, with the reason,
  * when the nodes must not connect.
  */
-static int drbd_handshake_decide(BDRVDrbdState *s,
+static int drbd_handshake_decide(DrbdConnection *conn,
                                  const DrbdHandshakeSide *self,
                                  const DrbdStatePacket *st,
                                  const DrbdUuidsPacket *pu,
                                  DrbdHandshakeOutcome *out, Error **errp)
 {
+    BDRVDrbdState *s = conn->s;
     DrbdHandshakeSide other = {
         .uuids = {
             .current = pu->current, .bitmap = pu->bitmap,
@@ -281,20 +288,20 @@ static int drbd_handshake_decide(BDRVDrbdState *s,
     DrbdSyncDecision d;
 
     *out = (DrbdHandshakeOutcome) { 0 };
-    if (drbd_handshake_config_compatible(&s->conn.sb_cfg, &their_cfg,
+    if (drbd_handshake_config_compatible(&conn->sb_cfg, &their_cfg,
                                          errp) < 0) {
         return -EINVAL;
     }
 
     /* Decide from what we sent: the peer decides from the same */
-    d = drbd_sync_handshake(self, &other, s->node_id < s->conn.peer_node_id,
-                            &s->conn.sb_cfg, &res);
+    d = drbd_sync_handshake(self, &other, s->node_id < conn->peer_node_id,
+                            &conn->sb_cfg, &res);
     trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
                               drbd_uuid_cmp_str(res.uuid_cmp),
                               drbd_sb_resolution_str(res.resolution));
 
     if (res.resolution != DRBD_SB_NONE || d == DRBD_SYNC_UNRELATED) {
-        drbd_report_split_brain(s, &res, &self->uuids, &other.uuids);
+        drbd_report_split_brain(conn, &res, &self->uuids, &other.uuids);
     }
     switch (d) {
     case DRBD_SYNC_SPLIT_BRAIN:
@@ -337,6 +344,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
                                              HBitmap *their_bm, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdSyncDecision d = o->decision;
     int64_t start = 0, count;
 
@@ -351,7 +359,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->decision = d;
     peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->hs_uuids = o->peer_uuids;
-    s->conn.discard_my_data = false;
+    conn->discard_my_data = false;
     s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
     drbd_uuids_set_locked(s, &o->self_uuids);
     if (d == DRBD_SYNC_NONE && o->rule != 0 &&
@@ -380,10 +388,10 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
          * Our data is not usable until the resync is done, even after a
          * crash: the superblock says so before any resync write
          */
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+        drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
                        "resync from the peer needed");
         /* What we lack, on disk with it */
-        if (drbd_md_sync_all_co(s) < 0) {
+        if (drbd_co_md_sync(s, true) < 0) {
             error_setg(errp, "could not write the metadata before the "
                        "resync");
             return -EIO;
@@ -396,7 +404,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
          */
         drbd_resync_finished_uuids(peer);
     }
-    if (drbd_md_sync_co(s) < 0) {
+    if (drbd_co_md_sync(s, false) < 0) {
         error_setg(errp, "could not write the metadata after the handshake");
         return -EIO;
     }
@@ -411,17 +419,18 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                                       Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     g_autofree uint8_t *payload = NULL;
     g_autofree uint8_t *payload2 = NULL;
     g_autofree uint8_t *payload3 = NULL;
     DrbdSizes mine = {
         .disk_size = s->size,
-        .max_epoch_size = s->conn.max_epoch_size,
-        .protocol = s->conn.protocol,
-        .integrity = s->conn.integrity,
-        .verify = s->conn.verify_alg,
-        .csums = s->conn.csums_alg,
+        .max_epoch_size = conn->max_epoch_size,
+        .protocol = conn->protocol,
+        .integrity = conn->integrity,
+        .verify = conn->verify_alg,
+        .csums = conn->csums_alg,
     };
     DrbdUuidsPacket uuids, their_uuids;
     DrbdHandshakeOutcome outcome;
@@ -443,7 +452,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .primary = s->role == DRBD_ROLE_PRIMARY,
         .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
         .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
-        .discard_my_data = s->conn.discard_my_data,
+        .discard_my_data = conn->discard_my_data,
     };
     drbd_uuids_get_locked(s, &self.uuids);
     gen = s->hs_gen;
@@ -457,9 +466,9 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .changes = self.changes,
         .flags = (self.crashed_primary ? DRBD_UUIDS_CRASHED_PRIMARY : 0) |
                  (self.discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0),
-        .after_sb = { s->conn.sb_cfg.after_sb_0pri,
-                      s->conn.sb_cfg.after_sb_1pri,
-                      s->conn.sb_cfg.after_sb_2pri },
+        .after_sb = { conn->sb_cfg.after_sb_0pri,
+                      conn->sb_cfg.after_sb_1pri,
+                      conn->sb_cfg.after_sb_2pri },
     };
 
     drbd_wire_put_sizes(pkt, &mine);
@@ -472,7 +481,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
 
     ret = drbd_expect_packet(peer->data, DRBD_CMD_SIZES, &payload, &len,
                              errp);
-    if (ret < 0 && s->conn.tls_creds && s->conn.connects) {
+    if (ret < 0 && conn->tls_creds && conn->connects) {
         /*
          * With TLS 1.3 our handshake ends before the listening peer
          * judges our certificate: if it refuses it, this read is where
@@ -497,27 +506,27 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                    theirs.disk_size, s->size);
         return -EINVAL;
     }
-    if (theirs.protocol != s->conn.protocol) {
+    if (theirs.protocol != conn->protocol) {
         error_setg(errp, "the peer uses protocol %c, this node %c",
-                   theirs.protocol, s->conn.protocol);
+                   theirs.protocol, conn->protocol);
         return -EINVAL;
     }
-    if (theirs.integrity != s->conn.integrity) {
+    if (theirs.integrity != conn->integrity) {
         error_setg(errp, "the peer's data-integrity-alg is %s, this node's "
                    "%s", drbd_digest_name(theirs.integrity),
-                   drbd_digest_name(s->conn.integrity));
+                   drbd_digest_name(conn->integrity));
         return -EINVAL;
     }
-    if (theirs.verify != s->conn.verify_alg) {
+    if (theirs.verify != conn->verify_alg) {
         error_setg(errp, "the peer's verify-alg is %s, this node's %s",
                    drbd_digest_name(theirs.verify),
-                   drbd_digest_name(s->conn.verify_alg));
+                   drbd_digest_name(conn->verify_alg));
         return -EINVAL;
     }
-    if (theirs.csums != s->conn.csums_alg) {
+    if (theirs.csums != conn->csums_alg) {
         error_setg(errp, "the peer's csums-alg is %s, this node's %s",
                    drbd_digest_name(theirs.csums),
-                   drbd_digest_name(s->conn.csums_alg));
+                   drbd_digest_name(conn->csums_alg));
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
@@ -536,12 +545,12 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     if (ret < 0) {
         return ret;
     }
-    ret = drbd_handshake_decide(s, &self, &st, &their_uuids, &outcome,
+    ret = drbd_handshake_decide(conn, &self, &st, &their_uuids, &outcome,
                                 errp);
     if (outcome.hold) {
         qemu_mutex_lock(&s->lock);
-        s->conn.connect_held = true;
-        s->conn.held_reason = "split brain: waiting for drbd-connect";
+        conn->connect_held = true;
+        conn->held_reason = "split brain: waiting for drbd-connect";
         qemu_mutex_unlock(&s->lock);
     }
     if (ret == 0) {

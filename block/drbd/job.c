@@ -23,8 +23,8 @@
  * A node without a name of the user's has no jobs (a job id must be
  * well formed); its resync and verify run all the same.
  *
- * The jobs and s->conn.jobs[] are the main loop's; the flags in
- * s->conn are read by the work under s->lock.
+ * The jobs and conn->jobs[] are the main loop's; the flags in
+ * conn are read by the work under s->lock.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -80,21 +80,23 @@ static void drbd_job_progress(DrbdJob *dj, uint64_t done, uint64_t total)
 static bool drbd_job_poll(DrbdJob *dj, Error **errp)
 {
     BDRVDrbdState *s = dj->s;
+    DrbdConnection *conn;
     bool running = true;
 
     if (!s) {
         error_setg(errp, "the drbd node was closed");
         return false;
     }
+    conn = drbd_conn(s);
     qemu_mutex_lock(&s->lock);
     if (dj->kind == DRBD_JOB_RESYNC) {
-        DrbdConnState cs = s->conn.cstate;
+        DrbdConnState cs = conn->cstate;
 
         if (cs == DRBD_CONN_STATE_SYNC_SOURCE ||
             cs == DRBD_CONN_STATE_SYNC_TARGET) {
-            uint64_t done = drbd_resync_done_locked(s);
+            uint64_t done = drbd_resync_done_locked(conn);
 
-            drbd_pace_marks_note(&s->conn.resync_marks,
+            drbd_pace_marks_note(&conn->resync_marks,
                                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
                                  done);
 
@@ -103,11 +105,11 @@ static bool drbd_job_poll(DrbdJob *dj, Error **errp)
                 dj->reported = 0;
                 dj->common.progress.current = 0;
             }
-            drbd_job_progress(dj, done, s->conn.resync_total);
+            drbd_job_progress(dj, done, conn->resync_total);
         } else if (cs == DRBD_CONN_STATE_CONNECTED &&
                    !hbitmap_count(s->oos)) {
-            drbd_job_progress(dj, s->conn.resync_total,
-                              s->conn.resync_total);
+            drbd_job_progress(dj, conn->resync_total,
+                              conn->resync_total);
             running = false;
         } else if (cs == DRBD_CONN_STATE_STANDALONE) {
             error_setg(errp, "the node stands alone (%s): the resync goes "
@@ -134,17 +136,19 @@ static bool drbd_job_poll(DrbdJob *dj, Error **errp)
 static void drbd_job_stop_work(DrbdJob *dj)
 {
     BDRVDrbdState *s = dj->s;
+    DrbdConnection *conn;
     DrbdPeer *peer = NULL;
 
     if (!s) {
         return;
     }
+    conn = drbd_conn(s);
     qemu_mutex_lock(&s->lock);
-    s->conn.job_paused[dj->kind] = false;
+    conn->job_paused[dj->kind] = false;
     if (dj->kind == DRBD_JOB_RESYNC) {
-        s->conn.connect_held = true;
-        s->conn.held_reason = "resync cancelled: waiting for drbd-connect";
-        peer = drbd_peer_get_locked(s);
+        conn->connect_held = true;
+        conn->held_reason = "resync cancelled: waiting for drbd-connect";
+        peer = drbd_peer_get_locked(conn);
     } else if (!dj->verify_done && !dj->verify->error) {
         dj->verify->error = g_strdup("the verify was cancelled");
     }
@@ -181,7 +185,7 @@ static int coroutine_fn drbd_job_run(Job *job, Error **errp)
         job_sleep_ns(job, DRBD_JOB_POLL_NS);
     }
     if (dj->s) {
-        dj->s->conn.jobs[dj->kind] = NULL;
+        drbd_conn(dj->s)->jobs[dj->kind] = NULL;
     }
     return job_is_cancelled(job) ? -ECANCELED : (*errp ? -EIO : 0);
 }
@@ -193,7 +197,7 @@ static void coroutine_fn drbd_job_set_paused(DrbdJob *dj, bool paused)
 
     if (s) {
         qemu_mutex_lock(&s->lock);
-        s->conn.job_paused[dj->kind] = paused;
+        drbd_conn(s)->job_paused[dj->kind] = paused;
         qemu_mutex_unlock(&s->lock);
         if (!paused) {
             drbd_job_kick(s);
@@ -260,7 +264,7 @@ static DrbdJob *drbd_job_new(BDRVDrbdState *s, DrbdJobKind kind)
     }
     dj->s = s;
     dj->kind = kind;
-    s->conn.jobs[kind] = dj;
+    drbd_conn(s)->jobs[kind] = dj;
     trace_drbd_job_new(s->bs, id);
     return dj;
 }
@@ -268,22 +272,23 @@ static DrbdJob *drbd_job_new(BDRVDrbdState *s, DrbdJobKind kind)
 static void drbd_job_resync_bh(void *opaque)
 {
     BDRVDrbdState *s = opaque;
+    DrbdConnection *conn = drbd_conn(s);
     DrbdJob *dj;
 
-    if (!qatomic_read(&s->closing) && !s->conn.jobs[DRBD_JOB_RESYNC]) {
+    if (!qatomic_read(&s->closing) && !conn->jobs[DRBD_JOB_RESYNC]) {
         dj = drbd_job_new(s, DRBD_JOB_RESYNC);
         if (dj) {
             job_start(&dj->common);
         }
     }
-    qatomic_dec(&s->conn.job_bhs);
+    qatomic_dec(&conn->job_bhs);
     aio_wait_kick();
 }
 
 void drbd_job_resync_started(BDRVDrbdState *s)
 {
     /* The resync runs in the node's context; jobs are the main loop's */
-    qatomic_inc(&s->conn.job_bhs);
+    qatomic_inc(&drbd_conn(s)->job_bhs);
     aio_bh_schedule_oneshot(qemu_get_aio_context(), drbd_job_resync_bh, s);
 }
 
@@ -321,7 +326,7 @@ void drbd_job_kick(BDRVDrbdState *s)
     DrbdPeer *peer;
 
     qemu_mutex_lock(&s->lock);
-    peer = drbd_peer_get_locked(s);
+    peer = drbd_peer_get_locked(drbd_conn(s));
     qemu_mutex_unlock(&s->lock);
     if (peer) {
         /*
@@ -338,25 +343,26 @@ bool drbd_job_paused(BDRVDrbdState *s, DrbdJobKind kind)
     bool paused;
 
     qemu_mutex_lock(&s->lock);
-    paused = s->conn.job_paused[kind];
+    paused = drbd_conn(s)->job_paused[kind];
     qemu_mutex_unlock(&s->lock);
     return paused;
 }
 
 void drbd_job_detach(BDRVDrbdState *s)
 {
+    DrbdConnection *conn = drbd_conn(s);
     int i;
 
     GLOBAL_STATE_CODE();
     /* A job the resync asked for before it ended: let it be made, or not */
-    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&s->conn.job_bhs));
+    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&conn->job_bhs));
     for (i = 0; i < DRBD_JOB__MAX; i++) {
-        DrbdJob *dj = s->conn.jobs[i];
+        DrbdJob *dj = conn->jobs[i];
 
         if (dj) {
             /* Its next look ends it, with the reason */
             dj->s = NULL;
-            s->conn.jobs[i] = NULL;
+            conn->jobs[i] = NULL;
             job_enter(&dj->common);
         }
     }

@@ -438,6 +438,22 @@ static bool drbd_al_all_hot_locked(BDRVDrbdState *s, uint32_t first,
     return true;
 }
 
+/* A barrier to some peer would end an epoch whose writes hold AL slots */
+static bool drbd_barrier_would_free_locked(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        if (conn->epoch_needs_barrier && conn->peer &&
+            !qatomic_read(&conn->peer->broken)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
  * A guest write to [@offset, @offset + @bytes) is about to be issued:
  * return once its extents are in the on-disk activity log, or fail with
@@ -472,8 +488,7 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
         if (r != DRBD_AL_BUSY) {
             break;
         }
-        if (s->conn.epoch_needs_barrier && s->conn.peer &&
-            !qatomic_read(&s->conn.peer->broken)) {
+        if (drbd_barrier_would_free_locked(s)) {
             qemu_mutex_unlock(&s->lock);
             return -EAGAIN;
         }
@@ -787,11 +802,13 @@ static int GRAPH_RDLOCK drbd_md_sync_all_locked_graph(BDRVDrbdState *s)
 }
 
 /*
- * The metadata writers come in two kinds: for the main loop (role
- * changes, open and close), and for the connection's coroutines, which
- * pass the drain gate first (home.c) so that a drained node writes
- * nothing.  None may be called from a guest request (it is counted in
- * flight already, and the gate would wait for a drain that waits for it).
+ * The metadata writers: drbd_md_sync_all() for the main loop outside a
+ * coroutine (a disk attached in a drained section), drbd_co_md_sync() for
+ * coroutines, which pass the drain gate first (home.c) so that a drained
+ * node writes nothing, and drbd_md_sync_in_request() for those that
+ * must not wait for a drain.  Only the last may be called from a guest
+ * request (it is counted in flight already, and the gate would wait for
+ * a drain that waits for it).
  */
 int drbd_md_sync_all(BDRVDrbdState *s)
 {
@@ -799,13 +816,18 @@ int drbd_md_sync_all(BDRVDrbdState *s)
     return drbd_md_sync_all_locked_graph(s);
 }
 
-int coroutine_fn drbd_md_sync_all_co(BDRVDrbdState *s)
+/*
+ * The superblock, and with @bitmap the whole bitmap before it, from a
+ * coroutine of the connection or a QMP command: through the drain gate
+ */
+int coroutine_fn drbd_co_md_sync(BDRVDrbdState *s, bool bitmap)
 {
     int ret = drbd_co_io_begin(s);
 
     if (ret == 0) {
         bdrv_graph_co_rdlock();
-        ret = drbd_md_sync_all_locked_graph(s);
+        ret = bitmap ? drbd_md_sync_all_locked_graph(s) :
+                       drbd_md_sync_locked_graph(s);
         bdrv_graph_co_rdunlock();
         drbd_io_end(s);
     }
@@ -831,28 +853,17 @@ int coroutine_fn drbd_data_flush_co(BDRVDrbdState *s)
     return ret;
 }
 
-int coroutine_fn drbd_md_sync_co(BDRVDrbdState *s)
-{
-    int ret = drbd_co_io_begin(s);
-
-    if (ret == 0) {
-        bdrv_graph_co_rdlock();
-        ret = drbd_md_sync_locked_graph(s);
-        bdrv_graph_co_rdunlock();
-        drbd_io_end(s);
-    }
-    return ret;
-}
-
 /*
  * The same from a coroutine that holds the graph lock and must not wait
  * for a drained section to end: a guest request's auto-promotion (the
  * drain waits for the request), a promotion or a demotion (a close
  * demotes the node drained)
  */
-int coroutine_fn GRAPH_RDLOCK drbd_md_sync_in_request(BDRVDrbdState *s)
+int coroutine_fn GRAPH_RDLOCK
+drbd_md_sync_in_request(BDRVDrbdState *s, bool bitmap)
 {
-    return drbd_md_sync_locked_graph(s);
+    return bitmap ? drbd_md_sync_all_locked_graph(s) :
+                    drbd_md_sync_locked_graph(s);
 }
 
 /*

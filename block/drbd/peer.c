@@ -138,7 +138,7 @@ static uint32_t drbd_apply_buf_bytes(uint16_t cmd, const DrbdDataPacket *p)
 static bool drbd_apply_wants_write_ack(DrbdPeer *peer, uint16_t cmd,
                                        uint32_t flags)
 {
-    return drbd_is_resync_write(cmd) || peer->s->conn.protocol == 'C' ||
+    return drbd_is_resync_write(cmd) || peer->conn->protocol == 'C' ||
            (flags & DRBD_DP_FUA);
 }
 
@@ -205,6 +205,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
     DrbdApply *a = opaque;
     DrbdPeer *peer = a->peer;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) acks = g_byte_array_new();
     QEMUIOVector qiov;
     BdrvRequestFlags flags = 0;
@@ -257,9 +258,9 @@ static void coroutine_fn drbd_apply_co(void *opaque)
          * data lacks a write it has, so it is not to be promoted, and
          * the next handshake makes us the sync target
          */
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+        drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
                        "a local write failed (on-io-error=pass-on)");
-        drbd_md_sync_in_request(s);
+        drbd_md_sync_in_request(s, false);
         /* The peer is told, and the superblock written again */
         qemu_bh_schedule(s->disk_error_bh);
     }
@@ -307,7 +308,7 @@ done:
         drbd_queue_meta(peer, acks);
     }
 
-    qatomic_dec(&s->conn.ua);
+    qatomic_dec(&conn->ua);
 
     drbd_payload_free(s, a->buf, a->buf_len);
     g_free(a);
@@ -323,14 +324,15 @@ done:
 static void drbd_peer_gate_locked(DrbdPeer *peer, DrbdGate *gate)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
     *gate = (DrbdGate) {
         .disk_size = s->size,
         .role = s->role,
-        .cstate = s->conn.cstate,
+        .cstate = conn->cstate,
         .sync_target = peer->sync_target,
-        .peer_role = s->conn.peer_role,
-        .peer_disk = s->conn.peer_disk,
+        .peer_role = conn->peer_role,
+        .peer_disk = conn->peer_disk,
         .decision = peer->decision,
     };
 }
@@ -356,6 +358,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
                                  size_t buf_len, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdApply *a;
     DrbdGate gate;
     uint64_t dep = 0;
@@ -375,7 +378,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
          * we lack, and that our disk is inconsistent, go to disk before
          * the first chunk does (a chunk is acked before it is flushed)
          */
-        if (drbd_md_sync_all_co(s) < 0) {
+        if (drbd_co_md_sync(s, true) < 0) {
             drbd_payload_free(s, buf, buf_len);
             error_setg(errp, "could not write the metadata before the "
                        "first resync block");
@@ -390,12 +393,12 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         return -EPROTO;
     }
 
-    qatomic_inc(&s->conn.ua);
+    qatomic_inc(&conn->ua);
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
-        stat64_add(&s->conn.nr, p->bytes);
+        stat64_add(&conn->nr, p->bytes);
     }
 
-    if (s->conn.protocol == 'B' && !drbd_is_resync_write(cmd)) {
+    if (conn->protocol == 'B' && !drbd_is_resync_write(cmd)) {
         /* protocol B: the primary may complete once we hold the data */
         drbd_queue_block_ack(peer, DRBD_CMD_RECV_ACK, p->offset, p->id,
                              p->bytes);
@@ -419,7 +422,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
      */
     while (peer->apply_bytes &&
            peer->apply_bytes + drbd_apply_buf_bytes(cmd, p) >
-           (uint64_t)s->conn.max_buffers * 4 * KiB) {
+           (uint64_t)conn->max_buffers * 4 * KiB) {
         peer->epoch_waiter = qemu_coroutine_self();
         qemu_coroutine_yield();
         peer->epoch_waiter = NULL;
@@ -428,7 +431,7 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
     /* Counted in flight until drbd_apply_co() ends; not while drained */
     if (drbd_co_io_begin(s) < 0) {
         drbd_payload_free(s, buf, buf_len);
-        qatomic_dec(&s->conn.ua);
+        qatomic_dec(&conn->ua);
         error_setg(errp, "the node is closing");
         return -ECANCELED;
     }
@@ -489,6 +492,7 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
                                        Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdGate gate;
     int ret;
 
@@ -501,15 +505,15 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
     }
     if (!peer->sync_target) {
         peer->sync_target = true;
-        s->conn.resync_total = 0;
-        s->conn.resync_done = 0;
-        drbd_resync_marks_start_locked(s);
+        conn->resync_total = 0;
+        conn->resync_done = 0;
+        drbd_resync_marks_start_locked(conn);
     }
     drbd_oos_set_locked(s, range->offset, range->bytes);
-    s->conn.resync_total = hbitmap_count(s->oos);
+    conn->resync_total = hbitmap_count(s->oos);
     qemu_mutex_unlock(&s->lock);
 
-    drbd_set_state(s, -1, DRBD_CONN_STATE_SYNC_TARGET,
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_TARGET,
                    DRBD_DISK_STATE_INCONSISTENT, -1, -1, "resync started");
     return 0;
 }
@@ -528,6 +532,7 @@ static void coroutine_fn drbd_csum_compared(DrbdPeer *peer,
                                             void *opaque)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdOvPacket r = {
         .offset = p->offset, .id = p->id, .bytes = p->bytes,
@@ -540,7 +545,7 @@ static void coroutine_fn drbd_csum_compared(DrbdPeer *peer,
                      (1ULL << drbd_ov_blocks(p->bytes)) - 1;
     }
     qemu_mutex_lock(&s->lock);
-    s->conn.same_csum += drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
+    conn->same_csum += drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
                                                      r.mismatch);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_csum(s->bs, p->offset, p->bytes, r.mismatch);
@@ -562,6 +567,7 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
                                 Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdGate gate;
 
     qemu_mutex_lock(&s->lock);
@@ -572,7 +578,7 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
     }
     if (!peer->resync_persisted) {
         /* As before the first RS_DATA: what we lack is on disk first */
-        if (drbd_md_sync_all_co(s) < 0) {
+        if (drbd_co_md_sync(s, true) < 0) {
             error_setg(errp, "could not write the metadata before the "
                        "first resync checksum");
             return -EIO;
@@ -586,7 +592,7 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
     }
     peer->resync_inflight++;
     peer->csum_reading++;
-    drbd_compare_in_order(peer, s->conn.csums_alg, p, drbd_csum_compared,
+    drbd_compare_in_order(peer, conn->csums_alg, p, drbd_csum_compared,
                           NULL);
     return 0;
 }
@@ -595,6 +601,7 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdGate gate;
     uint64_t left;
     int ret;
@@ -624,10 +631,10 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
         return -EIO;
     }
     drbd_resync_finished_uuids(peer);
-    drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED,
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_CONNECTED,
                    DRBD_DISK_STATE_UP_TO_DATE, -1, DRBD_DISK_STATE_UP_TO_DATE,
                    "resync finished");
-    if (drbd_md_sync_co(s) < 0) {
+    if (drbd_co_md_sync(s, false) < 0) {
         error_setg(errp, "could not write the metadata after the resync");
         return -EIO;
     }
@@ -663,6 +670,7 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     DrbdServeRead *sr = opaque;
     DrbdPeer *peer = sr->peer;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     uint8_t digest[DRBD_WIRE_DIGEST_MAX];
     uint8_t *buf = qemu_blockalign(s->bs, sr->r.bytes);
@@ -679,14 +687,14 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     /* After the writes that arrived before the request, if they overlap */
     reqlist_wait_all(&peer->apply_reqs, sr->r.offset, sr->r.bytes, NULL);
     ret = drbd_co_read_local(s, sr->r.offset, sr->r.bytes, buf);
-    if (ret == 0 && drbd_digest_attach(s->conn.integrity, &p, &iov, 1,
+    if (ret == 0 && drbd_digest_attach(conn->integrity, &p, &iov, 1,
                                        digest, &err) < 0) {
         drbd_peer_fail_err(peer, "answering a read", err);
         ret = -EIO;
     } else if (ret == 0) {
         drbd_wire_put_data(pkt, DRBD_CMD_DATA_REPLY, &p);
         ret = drbd_send_data_channel(peer, pkt);
-        stat64_add(&s->conn.ns, ret == 0 ? sr->r.bytes : 0);
+        stat64_add(&conn->ns, ret == 0 ? sr->r.bytes : 0);
     } else {
         drbd_send_neg_dreply(peer, &sr->r);
     }
@@ -695,7 +703,7 @@ static void coroutine_fn drbd_serve_read_co(void *opaque)
     qemu_vfree(buf);
     qemu_mutex_lock(&s->lock);
     peer->reads_serving--;
-    qatomic_dec(&s->conn.ua);
+    qatomic_dec(&conn->ua);
     qemu_mutex_unlock(&s->lock);
     g_free(sr);
     drbd_peer_put(peer);
@@ -712,6 +720,7 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
                                         Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdServeRead *sr;
     DrbdGate gate;
     bool serve;
@@ -725,7 +734,7 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
     serve = drbd_can_serve_reads_locked(s);
     if (serve) {
         peer->reads_serving++;
-        qatomic_inc(&s->conn.ua);
+        qatomic_inc(&conn->ua);
     }
     qemu_mutex_unlock(&s->lock);
 

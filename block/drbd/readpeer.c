@@ -27,16 +27,30 @@
 #include "drbd-int.h"
 
 /*
- * Whether the connected peer can serve our reads: its disk up to date,
- * and it speaks the version that has DATA_REQUEST.  Under s->lock.
+ * Whether the peer connected on @conn can serve our reads: its disk up
+ * to date, and it speaks the version that has DATA_REQUEST.  Under
+ * s->lock.
  */
-bool drbd_peer_can_read_locked(BDRVDrbdState *s)
+bool drbd_peer_can_read_locked(DrbdConnection *conn)
 {
-    DrbdPeer *peer = s->conn.peer;
+    DrbdPeer *peer = conn->peer;
 
     return peer && !qatomic_read(&peer->broken) &&
            peer->version >= DRBD_PROTO_VERSION_READS &&
-           s->conn.peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
+           conn->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
+}
+
+/* A connection whose peer can serve our reads, or NULL; under s->lock */
+DrbdConnection *drbd_reader_locked(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (drbd_peer_can_read_locked(s->conns[i])) {
+            return s->conns[i];
+        }
+    }
+    return NULL;
 }
 
 /*
@@ -54,6 +68,7 @@ int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
         .qiov = qiov,
         .qiov_offset = qiov_offset,
     };
+    DrbdConnection *conn;
     DrbdBlockAck req;
     DrbdPeer *peer;
     int ret;
@@ -61,15 +76,16 @@ int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
     assert(bytes > 0 && bytes <= DRBD_WIRE_MAX_DATA);
 
     qemu_mutex_lock(&s->lock);
-    if (!drbd_peer_can_read_locked(s)) {
+    conn = drbd_reader_locked(s);
+    if (!conn) {
         qemu_mutex_unlock(&s->lock);
         return -EIO;
     }
-    peer = drbd_peer_get_locked(s);
+    peer = drbd_peer_get_locked(conn);
     r.id = ++peer->read_next_id;
     /* In the table before it goes out: the reply may overtake the send */
     g_hash_table_insert(peer->reads_pending, &r.id, &r);
-    qatomic_inc(&s->conn.pe);
+    qatomic_inc(&conn->pe);
     qemu_mutex_unlock(&s->lock);
 
     req = (DrbdBlockAck) { .offset = offset, .id = r.id, .bytes = bytes };
@@ -89,7 +105,7 @@ int coroutine_fn drbd_co_read_peer(BDRVDrbdState *s, int64_t offset,
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);
     }
-    qatomic_dec(&s->conn.pe);
+    qatomic_dec(&conn->pe);
     qemu_mutex_unlock(&s->lock);
     drbd_peer_put(peer);
     trace_drbd_read_peer(s->bs, offset, bytes, r.ret);
@@ -106,6 +122,7 @@ int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
                                  const DrbdBlockAck *neg, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     uint64_t id = p ? p->id : neg->id;
     DrbdGate gate;
     DrbdPeerRead *r;
@@ -122,7 +139,7 @@ int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
     /* Out of the table, it is ours alone until it is marked done */
     g_hash_table_remove(peer->reads_pending, &id);
     if (p) {
-        stat64_add(&s->conn.nr, p->bytes);
+        stat64_add(&conn->nr, p->bytes);
     }
     qemu_mutex_unlock(&s->lock);
 

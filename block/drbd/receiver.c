@@ -31,6 +31,7 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
                                const DrbdBlockAck *ack)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdRequest *req;
     DrbdGate gate;
     Error *err = NULL;
@@ -47,7 +48,7 @@ static void coroutine_fn drbd_got_block_ack(DrbdPeer *peer, uint16_t cmd,
         drbd_peer_fail_err(peer, NULL, err);
         return;
     }
-    req = drbd_req_find_locked(s, ack->id);
+    req = drbd_req_find_locked(conn, ack->id);
     if (req) {
         drbd_req_event_locked(s, req, cmd == DRBD_CMD_RECV_ACK ?
                               DRBD_EV_RECV_ACK :
@@ -65,6 +66,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
 {
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
     while (!qatomic_read(&peer->broken)) {
         g_autofree uint8_t *payload = NULL;
@@ -117,10 +119,10 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                 ret = drbd_gate_state_reply(&gate, &err);
                 if (ret == 0) {
                     peer->state_req_sent = false;
-                    qatomic_set(&s->conn.state_reply, result);
+                    qatomic_set(&conn->state_reply, result);
                 }
                 qemu_mutex_unlock(&s->lock);
-                drbd_sleep_wake(s, &s->conn.state_sleep, false);
+                drbd_sleep_wake(s, &conn->state_sleep, false);
             }
             break;
         }
@@ -135,7 +137,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             ret = drbd_wire_get_barrier(h.cmd, payload, h.length, &b, &err);
             if (ret == 0) {
                 qemu_mutex_lock(&s->lock);
-                ret = drbd_tl_barrier_acked_locked(s, b.epoch, &err);
+                ret = drbd_tl_barrier_acked_locked(conn, b.epoch, &err);
                 qemu_mutex_unlock(&s->lock);
             }
             break;
@@ -160,25 +162,26 @@ static void coroutine_fn drbd_peer_take_state(DrbdPeer *peer,
                                               const DrbdStatePacket *st)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     bool disk_gone;
 
     qemu_mutex_lock(&s->lock);
     disk_gone = drbd_disk_detached(st->disk_state) &&
-                !drbd_disk_detached(s->conn.peer_disk);
+                !drbd_disk_detached(conn->peer_disk);
     qemu_mutex_unlock(&s->lock);
     if (disk_gone) {
         /* Marked before the state says so: no write slips between */
         drbd_tl_peer_disk_gone(peer, st->role == DRBD_ROLE_PRIMARY);
     }
-    drbd_set_state(s, -1, disk_gone ? DRBD_CONN_STATE_CONNECTED : -1, -1,
-                   st->role, st->disk_state,
+    drbd_set_state(s, conn, -1, disk_gone ? DRBD_CONN_STATE_CONNECTED : -1,
+                   -1, st->role, st->disk_state,
                    disk_gone ? "peer detached from its disk" :
                    st->role == DRBD_ROLE_PRIMARY ? "peer promoted" :
                    "peer state changed");
     if (disk_gone) {
         /* Flushes stop waiting for the barrier acks of a disk that is gone */
         qemu_mutex_lock(&s->lock);
-        qemu_co_enter_all(&s->conn.barrier_waiters, &s->lock);
+        qemu_co_enter_all(&conn->barrier_waiters, &s->lock);
         qemu_mutex_unlock(&s->lock);
     }
 }
@@ -189,13 +192,14 @@ static int coroutine_fn drbd_peer_state_changed(DrbdPeer *peer,
                                                 Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdGate gate;
 
     qemu_mutex_lock(&s->lock);
     gate = (DrbdGate) {
         .role = s->role,
-        .peer_role = s->conn.peer_role,
-        .peer_disk = s->conn.peer_disk,
+        .peer_role = conn->peer_role,
+        .peer_disk = conn->peer_disk,
         .peer_version = peer->version,
     };
     qemu_mutex_unlock(&s->lock);
@@ -212,13 +216,14 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
                                                 Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     uint32_t result = DRBD_STATE_REPLY_GRANTED;
     DrbdGate gate;
 
     /* A role we cannot grant is answered, below, not refused */
     qemu_mutex_lock(&s->lock);
-    gate = (DrbdGate) { .peer_disk = s->conn.peer_disk };
+    gate = (DrbdGate) { .peer_disk = conn->peer_disk };
     qemu_mutex_unlock(&s->lock);
     if (drbd_gate_state(&gate, DRBD_CMD_STATE_REQ, st, errp) < 0) {
         return -EINVAL;
@@ -227,8 +232,8 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
     if (st->role == DRBD_ROLE_PRIMARY) {
         qemu_mutex_lock(&s->lock);
         if (s->role == DRBD_ROLE_PRIMARY ||
-            s->conn.promote_granted ||
-            (s->conn.promote_pending && s->node_id < s->conn.peer_node_id)) {
+            conn->promote_granted ||
+            (conn->promote_pending && s->node_id < conn->peer_node_id)) {
             /* we are primary, or asking too and the lower id wins */
             result = DRBD_STATE_REPLY_REFUSED;
         }
@@ -255,13 +260,14 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
  * mismatch marks the range out of sync (the data is not written) and
  * fails: the connection drops, and the resync repairs the block.
  */
-static int drbd_check_write_integrity(BDRVDrbdState *s, uint16_t cmd,
+static int drbd_check_write_integrity(DrbdConnection *conn, uint16_t cmd,
                                       const DrbdDataPacket *p, Error **errp)
 {
+    BDRVDrbdState *s = conn->s;
     Error *local_err = NULL;
     int ret;
 
-    ret = drbd_check_integrity(s->conn.integrity, cmd, p, &local_err);
+    ret = drbd_check_integrity(conn->integrity, cmd, p, &local_err);
     if (ret == -EBADMSG) {
         qemu_mutex_lock(&s->lock);
         drbd_oos_set_locked(s, p->offset, p->bytes);
@@ -286,6 +292,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
 {
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     int64_t slice_start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
     while (!qatomic_read(&peer->broken)) {
@@ -315,7 +322,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
                                      &err);
             if (ret == 0 && p.data) {
-                ret = drbd_check_write_integrity(s, h.cmd, &p, &err);
+                ret = drbd_check_write_integrity(peer->conn, h.cmd, &p, &err);
             }
             if (ret == 0) {
                 /* the payload now belongs to the write */
@@ -342,7 +349,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             break;
         case DRBD_CMD_RS_CSUM:
             ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size,
-                                   drbd_digest_size(s->conn.csums_alg), &ov,
+                                   drbd_digest_size(conn->csums_alg), &ov,
                                    &err);
             if (ret == 0) {
                 ret = drbd_peer_csum(peer, &ov, &err);
@@ -351,7 +358,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
         case DRBD_CMD_OV_REQUEST:
         case DRBD_CMD_OV_REPLY:
             ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size,
-                                   drbd_digest_size(s->conn.verify_alg), &ov,
+                                   drbd_digest_size(conn->verify_alg), &ov,
                                    &err);
             if (ret == 0 && h.cmd == DRBD_CMD_OV_REQUEST) {
                 ret = drbd_verify_request(peer, &ov, &err);
@@ -370,7 +377,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             ret = drbd_wire_get_data(h.cmd, payload, h.length, s->size, &p,
                                      &err);
             if (ret == 0) {
-                ret = drbd_check_integrity(s->conn.integrity, h.cmd, &p,
+                ret = drbd_check_integrity(conn->integrity, h.cmd, &p,
                                            &err);
             }
             if (ret == 0) {
@@ -464,17 +471,17 @@ static bool drbd_peer_owes_acks(DrbdPeer *peer)
 void coroutine_fn drbd_pinger(void *opaque)
 {
     DrbdPeer *peer = opaque;
-    BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
     while (!qatomic_read(&peer->broken)) {
         g_autoptr(GByteArray) pkt = g_byte_array_new();
         int64_t next = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       s->conn.ping_interval_ns;
+                       conn->ping_interval_ns;
 
         for (;;) {
             int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
-            drbd_ping_wait(peer, MIN(next, now + s->conn.ping_timeout_ns),
+            drbd_ping_wait(peer, MIN(next, now + conn->ping_timeout_ns),
                            false);
             if (qatomic_read(&peer->broken) ||
                 qatomic_read(&peer->ping_now) ||
@@ -493,11 +500,11 @@ void coroutine_fn drbd_pinger(void *opaque)
             break;
         }
         drbd_ping_wait(peer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       s->conn.ping_timeout_ns, true);
+                       conn->ping_timeout_ns, true);
         if (!qatomic_read(&peer->broken) &&
             !qatomic_read(&peer->ping_answered)) {
             drbd_peer_fail(peer, "the peer did not answer a ping in %" PRIu64
-                           " ms", s->conn.ping_timeout_ns / SCALE_MS);
+                           " ms", conn->ping_timeout_ns / SCALE_MS);
         }
     }
     drbd_peer_put(peer);
@@ -511,11 +518,15 @@ void coroutine_fn drbd_pinger(void *opaque)
  */
 void drbd_ping_now(BDRVDrbdState *s)
 {
-    DrbdPeer *peer = drbd_peer_get(s);
+    unsigned i;
 
-    if (peer) {
-        qatomic_set(&peer->ping_now, true);
-        drbd_sleep_wake(s, &peer->ping_sleep, false);
-        drbd_peer_put(peer);
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdPeer *peer = drbd_peer_get(s->conns[i]);
+
+        if (peer) {
+            qatomic_set(&peer->ping_now, true);
+            drbd_sleep_wake(s, &peer->ping_sleep, false);
+            drbd_peer_put(peer);
+        }
     }
 }

@@ -89,6 +89,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
                                           int64_t bytes)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     uint8_t *buf = drbd_chunk_buf_get(s);
     DrbdDataPacket p = {
@@ -118,7 +119,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         p.flags = DRBD_DP_MAY_UNMAP;
     }
     if (ret == 0 && cmd == DRBD_CMD_RS_DATA &&
-        drbd_digest_attach(s->conn.integrity, &p, &iov, 1, digest,
+        drbd_digest_attach(conn->integrity, &p, &iov, 1, digest,
                            &err) < 0) {
         drbd_peer_fail_err(peer, "resync", err);
         ret = -EIO;
@@ -131,8 +132,8 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
         g_hash_table_insert(peer->resync_chunks, g_memdup2(&p.offset,
                                                            sizeof(p.offset)),
                             GUINT_TO_POINTER(p.bytes));
-        qatomic_inc(&s->conn.pe);
-        s->conn.rs_in_flight += p.bytes;
+        qatomic_inc(&conn->pe);
+        conn->rs_in_flight += p.bytes;
         qemu_mutex_unlock(&s->lock);
 
         drbd_wire_put_data(pkt, cmd, &p);
@@ -143,7 +144,7 @@ static int coroutine_fn drbd_resync_chunk(DrbdPeer *peer, int64_t offset,
     }
 
     if (ret == 0 && cmd == DRBD_CMD_RS_DATA) {
-        stat64_add(&s->conn.ns, bytes);
+        stat64_add(&conn->ns, bytes);
     }
 
     drbd_co_release_range(s, &req);
@@ -162,7 +163,8 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
                                                int64_t bytes)
 {
     BDRVDrbdState *s = peer->s;
-    size_t dsize = drbd_digest_size(s->conn.csums_alg);
+    DrbdConnection *conn = peer->conn;
+    size_t dsize = drbd_digest_size(conn->csums_alg);
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     uint8_t *buf = drbd_chunk_buf_get(s);
     g_autofree uint8_t *digests = g_malloc(drbd_ov_blocks(bytes) * dsize);
@@ -182,7 +184,7 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
 
     ret = drbd_co_read_local(s, offset, bytes, buf);
     if (ret == 0) {
-        ret = drbd_block_digests(s->conn.csums_alg, buf, bytes, digests,
+        ret = drbd_block_digests(conn->csums_alg, buf, bytes, digests,
                                  &err);
         if (ret < 0) {
             drbd_peer_fail_err(peer, "resync", err);
@@ -197,8 +199,8 @@ static int coroutine_fn drbd_resync_csum_chunk(DrbdPeer *peer,
         g_hash_table_insert(peer->csum_chunks,
                             g_memdup2(&p.offset, sizeof(p.offset)),
                             GUINT_TO_POINTER(p.bytes));
-        qatomic_inc(&s->conn.pe);
-        s->conn.rs_in_flight += p.bytes;
+        qatomic_inc(&conn->pe);
+        conn->rs_in_flight += p.bytes;
         qemu_mutex_unlock(&s->lock);
         drbd_wire_put_ov(pkt, DRBD_CMD_RS_CSUM, &p);
         ret = drbd_send_data_channel(peer, pkt);
@@ -218,12 +220,13 @@ typedef struct DrbdResyncPacer {
     int64_t budget;             /* bytes the step may still send */
 } DrbdResyncPacer;
 
-static void drbd_resync_pacer_init(BDRVDrbdState *s, DrbdResyncPacer *pc)
+static void drbd_resync_pacer_init(DrbdConnection *conn,
+                                   DrbdResyncPacer *pc)
 {
-    DrbdPaceParams p = s->conn.pace;
+    DrbdPaceParams p = conn->pace;
 
     /* The start: resync-rate, or c-max-rate, or the aim (pace.h) */
-    p.start_rate = s->conn.resync_rate ?: p.max_rate;
+    p.start_rate = conn->resync_rate ?: p.max_rate;
     *pc = (DrbdResyncPacer) { .dynamic = p.plan_ahead_ns != 0 };
     drbd_pace_init(&pc->ctl, &p);
 }
@@ -232,9 +235,10 @@ static void drbd_resync_pacer_init(BDRVDrbdState *s, DrbdResyncPacer *pc)
  * Whether the controller lets the next chunk go now; if not, how many
  * nanoseconds until it may say yes (a new step)
  */
-static bool drbd_resync_paced(BDRVDrbdState *s, DrbdResyncPacer *pc,
+static bool drbd_resync_paced(DrbdConnection *conn, DrbdResyncPacer *pc,
                               int64_t *wait_ns)
 {
+    BDRVDrbdState *s = conn->s;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     uint64_t pending;
     bool throttle;
@@ -242,16 +246,16 @@ static bool drbd_resync_paced(BDRVDrbdState *s, DrbdResyncPacer *pc,
     qemu_mutex_lock(&s->lock);
     if (now >= pc->step_end) {
         /* drbd-set-resync-rate caps a running controller */
-        pc->ctl.p.max_rate = s->conn.pace.max_rate;
+        pc->ctl.p.max_rate = conn->pace.max_rate;
         /* A chunk that went beyond the last step's share counts here */
         pc->budget = MIN(pc->budget, 0) +
-                     drbd_pace_step(&pc->ctl, s->conn.rs_answered,
-                                    s->conn.rs_in_flight);
-        s->conn.rs_answered = 0;
+                     drbd_pace_step(&pc->ctl, conn->rs_answered,
+                                    conn->rs_in_flight);
+        conn->rs_answered = 0;
         pc->step_end = now + DRBD_PACE_STEP_NS;
-        trace_drbd_resync_step(s->bs, pc->budget, s->conn.rs_in_flight);
+        trace_drbd_resync_step(s->bs, pc->budget, conn->rs_in_flight);
     }
-    pending = s->conn.rs_answered + s->conn.rs_in_flight;
+    pending = conn->rs_answered + conn->rs_in_flight;
     throttle = pc->budget > 0 &&
                drbd_pace_throttle(&pc->ctl, stat64_get(&s->app_bytes),
                                   pending);
@@ -276,21 +280,22 @@ static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer,
                                                  DrbdResyncPacer *pc)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
     while (!qatomic_read(&peer->broken)) {
         const char *after = drbd_resync_after_busy(s);
         int64_t wait_ns = 0;
 
         qemu_mutex_lock(&s->lock);
-        if (after && after != s->conn.resync_paused_after) {
+        if (after && after != conn->resync_paused_after) {
             trace_drbd_resync_after(s->bs, after);
         }
-        s->conn.resync_paused_after = after;
+        conn->resync_paused_after = after;
         qemu_mutex_unlock(&s->lock);
 
         if (drbd_job_paused(s, DRBD_JOB_RESYNC) || after) {
             wait_ns = 100 * SCALE_MS;
-        } else if (!pc->dynamic || drbd_resync_paced(s, pc, &wait_ns)) {
+        } else if (!pc->dynamic || drbd_resync_paced(conn, pc, &wait_ns)) {
             break;
         }
         drbd_co_sleep(s, &peer->resync_sleep, wait_ns);
@@ -305,6 +310,7 @@ static void coroutine_fn drbd_resync_sent_chunk(DrbdPeer *peer,
                                                 uint64_t bytes)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     uint64_t delay;
 
     if (pc->dynamic) {
@@ -312,7 +318,7 @@ static void coroutine_fn drbd_resync_sent_chunk(DrbdPeer *peer,
         return;
     }
     /* No limit (a rate of 0) makes no delay */
-    delay = ratelimit_calculate_delay(&s->conn.resync_limit, bytes);
+    delay = ratelimit_calculate_delay(&conn->resync_limit, bytes);
     if (delay) {
         /*
          * Woken early by a move or a new rate: the rate catches up next
@@ -412,6 +418,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
                                            DrbdResyncPacer *pc)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     int64_t offset = 0;
 
     while (!qatomic_read(&peer->broken)) {
@@ -419,7 +426,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
         bool found;
 
         drbd_co_rehome(s);
-        if (drbd_disk_detached(qatomic_read(&s->conn.peer_disk))) {
+        if (drbd_disk_detached(qatomic_read(&conn->peer_disk))) {
             /* The target detached: its disk comes back resynced in full */
             return false;
         }
@@ -452,27 +459,28 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
 void coroutine_fn drbd_resync_run(DrbdPeer *peer)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) done = g_byte_array_new();
     DrbdResyncPacer pc;
     int64_t offset = 0;
 
     qemu_mutex_lock(&s->lock);
-    s->conn.resync_total = hbitmap_count(s->oos);
-    s->conn.resync_done = 0;
-    s->conn.rs_in_flight = 0;
-    s->conn.rs_answered = 0;
-    drbd_resync_marks_start_locked(s);
-    ratelimit_set_speed(&s->conn.resync_limit, s->conn.resync_rate,
+    conn->resync_total = hbitmap_count(s->oos);
+    conn->resync_done = 0;
+    conn->rs_in_flight = 0;
+    conn->rs_answered = 0;
+    drbd_resync_marks_start_locked(conn);
+    ratelimit_set_speed(&conn->resync_limit, conn->resync_rate,
                         100 * SCALE_MS);
-    drbd_resync_pacer_init(s, &pc);
+    drbd_resync_pacer_init(conn, &pc);
     qemu_mutex_unlock(&s->lock);
-    trace_drbd_resync_start(s->bs, s->conn.resync_total);
+    trace_drbd_resync_start(s->bs, conn->resync_total);
     drbd_job_resync_started(s);
 
     if (drbd_resync_announce(peer) < 0) {
         return;
     }
-    if (s->conn.csums_alg != DRBD_DIGEST_NONE &&
+    if (conn->csums_alg != DRBD_DIGEST_NONE &&
         !drbd_resync_csums(peer, &pc)) {
         return;
     }
@@ -482,7 +490,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
         bool found;
 
         drbd_co_rehome(s);
-        if (drbd_disk_detached(qatomic_read(&s->conn.peer_disk))) {
+        if (drbd_disk_detached(qatomic_read(&conn->peer_disk))) {
             /* The target detached: its disk comes back resynced in full */
             return;
         }
@@ -528,12 +536,13 @@ static void coroutine_fn drbd_resync_finished_co(void *opaque)
 {
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
     drbd_resync_finished_uuids(peer);
-    drbd_set_state(s, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
                    DRBD_DISK_STATE_UP_TO_DATE, "resync finished");
     /* A failure marks the disk failed, which says it all */
-    drbd_md_sync_co(s);
+    drbd_co_md_sync(s, false);
     drbd_peer_put(peer);
 }
 
@@ -542,6 +551,7 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     uint64_t offset = ack->id & ~DRBD_GATE_RESYNC_ID;
     DrbdGate gate = { .resync_chunks = peer->resync_chunks };
     bool finished = false;
@@ -555,19 +565,19 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
         return;
     }
     g_hash_table_remove(peer->resync_chunks, &offset);
-    qatomic_dec(&s->conn.pe);
-    s->conn.rs_in_flight -= MIN(s->conn.rs_in_flight, ack->bytes);
-    s->conn.rs_answered += ack->bytes;
+    qatomic_dec(&conn->pe);
+    conn->rs_in_flight -= MIN(conn->rs_in_flight, ack->bytes);
+    conn->rs_answered += ack->bytes;
     waiter = peer->resync_waiter;
     peer->resync_waiter = NULL;
     if (cmd == DRBD_CMD_WRITE_ACK) {
         drbd_oos_reset_locked(s, ack->offset, ack->bytes);
-        s->conn.resync_done += ack->bytes;
-        drbd_pace_marks_note(&s->conn.resync_marks,
+        conn->resync_done += ack->bytes;
+        drbd_pace_marks_note(&conn->resync_marks,
                              qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
-                             s->conn.resync_done);
+                             conn->resync_done);
         finished = hbitmap_count(s->oos) == 0 &&
-                   s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
+                   conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -591,6 +601,7 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
                                         Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdGate gate = { .csum_chunks = peer->csum_chunks };
     bool finished = false;
     Coroutine *waiter;
@@ -602,15 +613,15 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
         return -EINVAL;
     }
     g_hash_table_remove(peer->csum_chunks, &p->offset);
-    qatomic_dec(&s->conn.pe);
-    s->conn.rs_in_flight -= MIN(s->conn.rs_in_flight, p->bytes);
-    s->conn.rs_answered += p->bytes;
+    qatomic_dec(&conn->pe);
+    conn->rs_in_flight -= MIN(conn->rs_in_flight, p->bytes);
+    conn->rs_answered += p->bytes;
     equal = drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
                                         p->mismatch);
-    s->conn.resync_done += equal;
-    s->conn.same_csum += equal;
+    conn->resync_done += equal;
+    conn->same_csum += equal;
     finished = hbitmap_count(s->oos) == 0 &&
-               s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE;
+               conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     waiter = peer->resync_waiter;
     peer->resync_waiter = NULL;
     qemu_mutex_unlock(&s->lock);
@@ -624,21 +635,27 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     return 0;
 }
 
+/* The resync rate with every peer */
 void drbd_resync_set_rate(BDRVDrbdState *s, uint64_t rate)
 {
-    DrbdPeer *peer;
+    unsigned i;
 
-    qemu_mutex_lock(&s->lock);
-    s->conn.resync_rate = rate;
-    if (s->conn.pace.plan_ahead_ns) {
-        s->conn.pace.max_rate = rate;
-    }
-    peer = drbd_peer_get_locked(s);
-    qemu_mutex_unlock(&s->lock);
-    ratelimit_set_speed(&s->conn.resync_limit, rate, 100 * SCALE_MS);
-    if (peer) {
-        /* A resync asleep at the old rate goes on at the new one */
-        drbd_sleep_wake(s, &peer->resync_sleep, false);
-        drbd_peer_put(peer);
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+        DrbdPeer *peer;
+
+        qemu_mutex_lock(&s->lock);
+        conn->resync_rate = rate;
+        if (conn->pace.plan_ahead_ns) {
+            conn->pace.max_rate = rate;
+        }
+        peer = drbd_peer_get_locked(conn);
+        qemu_mutex_unlock(&s->lock);
+        ratelimit_set_speed(&conn->resync_limit, rate, 100 * SCALE_MS);
+        if (peer) {
+            /* A resync asleep at the old rate goes on at the new one */
+            drbd_sleep_wake(s, &peer->resync_sleep, false);
+            drbd_peer_put(peer);
+        }
     }
 }

@@ -31,12 +31,15 @@
 static int drbd_diskless_promote_check_locked(BDRVDrbdState *s,
                                               Error **errp)
 {
-    if (!drbd_peer_can_read_locked(s)) {
+    /* The message names the one peer's states (see drbd_conn()) */
+    DrbdConnection *conn = drbd_conn(s);
+
+    if (!drbd_reader_locked(s)) {
         error_setg(errp, "the node has no disk (%s), and no up-to-date peer "
                    "to serve its guest through (connection %s, peer disk "
                    "%s)", s->bs->file ? "detached from it" :
-                   "a diskless client", DrbdConnState_str(s->conn.cstate),
-                   DrbdDiskState_str(s->conn.peer_disk));
+                   "a diskless client", DrbdConnState_str(conn->cstate),
+                   DrbdDiskState_str(conn->peer_disk));
         error_append_hint(errp, "A node without a disk is primary only "
                           "while an up-to-date peer is connected.\n");
         return -EAGAIN;
@@ -53,10 +56,19 @@ static int drbd_diskless_promote_check_locked(BDRVDrbdState *s,
  */
 static bool drbd_sync_target_may_serve_locked(BDRVDrbdState *s)
 {
-    return s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET &&
-           s->conn.peer && s->conn.peer->sync_target &&
-           s->conn.csums_alg == DRBD_DIGEST_NONE &&
-           drbd_peer_can_read_locked(s);
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        if (conn->cstate == DRBD_CONN_STATE_SYNC_TARGET &&
+            conn->peer && conn->peer->sync_target &&
+            conn->csums_alg == DRBD_DIGEST_NONE &&
+            drbd_peer_can_read_locked(conn)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /*
@@ -81,16 +93,21 @@ static void coroutine_fn drbd_send_state_co(void *opaque)
 
 void drbd_announce_role(BDRVDrbdState *s)
 {
-    DrbdPeer *peer = drbd_peer_get(s);
+    unsigned i;
 
-    if (peer) {
-        aio_co_enter(bdrv_get_aio_context(s->bs),
-                     qemu_coroutine_create(drbd_send_state_co, peer));
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdPeer *peer = drbd_peer_get(s->conns[i]);
+
+        if (peer) {
+            aio_co_enter(bdrv_get_aio_context(s->bs),
+                         qemu_coroutine_create(drbd_send_state_co, peer));
+        }
     }
 }
 
 /*
- * Ask the peer to let this node take @role, with the disk state it has:
+ * Ask the peer of @conn to let this node take @role, with the disk state
+ * it has:
  * a STATE_REQ, answered by a STATE_REPLY.  The peer applies what it
  * grants before it answers, so that when this returns, the peer knows.
  * One request at a time; a peer that does not answer within ping-timeout
@@ -98,9 +115,10 @@ void drbd_announce_role(BDRVDrbdState *s)
  * Returns 1 when granted, 0 when no peer is connected, -EBUSY refused,
  * -ETIMEDOUT without an answer.  A coroutine in the node's AioContext.
  */
-static int coroutine_fn drbd_co_state_request(BDRVDrbdState *s, DrbdRole role,
-                                              Error **errp)
+static int coroutine_fn drbd_co_state_request(DrbdConnection *conn,
+                                              DrbdRole role, Error **errp)
 {
+    BDRVDrbdState *s = conn->s;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdStatePacket st = { .role = role };
     DrbdPeer *peer;
@@ -108,16 +126,16 @@ static int coroutine_fn drbd_co_state_request(BDRVDrbdState *s, DrbdRole role,
     bool timed_out = false;
     int reply;
 
-    qemu_co_mutex_lock(&s->conn.state_req_lock);
-    peer = drbd_peer_get(s);
+    qemu_co_mutex_lock(&conn->state_req_lock);
+    peer = drbd_peer_get(conn);
     if (!peer) {
-        qemu_co_mutex_unlock(&s->conn.state_req_lock);
+        qemu_co_mutex_unlock(&conn->state_req_lock);
         return 0;
     }
     qemu_mutex_lock(&s->lock);
     st.disk_state = s->disk;
-    s->conn.promote_pending = role == DRBD_ROLE_PRIMARY;
-    s->conn.state_reply = -1;
+    conn->promote_pending = role == DRBD_ROLE_PRIMARY;
+    conn->state_reply = -1;
     /* Before it leaves: the answer may come before the send returns */
     peer->state_req_sent = true;
     qemu_mutex_unlock(&s->lock);
@@ -125,26 +143,26 @@ static int coroutine_fn drbd_co_state_request(BDRVDrbdState *s, DrbdRole role,
     drbd_wire_put_state_req(pkt, &st);
     drbd_send_data_channel(peer, pkt);
     deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-               s->conn.ping_timeout_ns;
-    while (qatomic_read(&s->conn.state_reply) < 0 &&
+               conn->ping_timeout_ns;
+    while (qatomic_read(&conn->state_reply) < 0 &&
            !qatomic_read(&peer->broken)) {
         now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         if (now >= deadline) {
             timed_out = true;
             break;
         }
-        drbd_co_sleep(s, &s->conn.state_sleep, deadline - now);
+        drbd_co_sleep(s, &conn->state_sleep, deadline - now);
     }
 
     qemu_mutex_lock(&s->lock);
-    reply = s->conn.state_reply;
-    s->conn.promote_pending = false;
+    reply = conn->state_reply;
+    conn->promote_pending = false;
     if (reply == DRBD_STATE_REPLY_GRANTED && role == DRBD_ROLE_PRIMARY) {
         /*
          * Granted: until this node is primary (or gives up), the peer's
          * own requests are refused, as a primary's would be
          */
-        s->conn.promote_granted = true;
+        conn->promote_granted = true;
     }
     qemu_mutex_unlock(&s->lock);
     if (timed_out) {
@@ -152,7 +170,7 @@ static int coroutine_fn drbd_co_state_request(BDRVDrbdState *s, DrbdRole role,
                        "within ping-timeout");
     }
     drbd_peer_put(peer);
-    qemu_co_mutex_unlock(&s->conn.state_req_lock);
+    qemu_co_mutex_unlock(&conn->state_req_lock);
 
     if (reply == DRBD_STATE_REPLY_GRANTED) {
         return 1;
@@ -184,8 +202,9 @@ static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
      * Connected, the peer gets every write (and a running resync the
      * rest): no new generation, as with DRBD
      */
-    drbd_uuid_promote(&u, s->conn.cstate >= DRBD_CONN_STATE_CONNECTED, force,
-                      drbd_fresh_uuid());
+    drbd_uuid_promote(&u, drbd_conn_in_locked(s, DRBD_CONN_BIT(
+                              DRBD_CONN_STATE_CONNECTED) | DRBD_CONN_RESYNCING),
+                      force, drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
     /* On disk before the first write as primary can be */
     s->md_primary_pending = true;
@@ -195,24 +214,33 @@ static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
 /* A promotion is over: the node is primary, or gave up */
 static void drbd_promotion_done(BDRVDrbdState *s)
 {
+    unsigned i;
+
     qemu_mutex_lock(&s->lock);
     s->md_primary_pending = false;
-    s->conn.promote_granted = false;
+    for (i = 0; i < s->nr_conns; i++) {
+        s->conns[i]->promote_granted = false;
+    }
     qemu_mutex_unlock(&s->lock);
 }
 
 /*
- * The peer learns that this node is secondary, and this returns once it
- * knows (or the connection is given up: a peer never refuses it)
+ * The peers learn that this node is secondary, and this returns once
+ * they know (or their connection is given up: a peer never refuses it)
  */
 static int coroutine_fn drbd_co_request_secondary(BDRVDrbdState *s,
                                                   Error **errp)
 {
-    Error *local_err = NULL;
+    unsigned i;
 
-    if (drbd_co_state_request(s, DRBD_ROLE_SECONDARY, &local_err) < 0) {
-        trace_drbd_secondary_unheard(s->bs, error_get_pretty(local_err));
-        error_free(local_err);
+    for (i = 0; i < s->nr_conns; i++) {
+        Error *local_err = NULL;
+
+        if (drbd_co_state_request(s->conns[i], DRBD_ROLE_SECONDARY,
+                                  &local_err) < 0) {
+            trace_drbd_secondary_unheard(s->bs, error_get_pretty(local_err));
+            error_free(local_err);
+        }
     }
     return 0;
 }
@@ -226,24 +254,35 @@ static int coroutine_fn drbd_co_promotion_undo(BDRVDrbdState *s,
 }
 
 /*
- * Before a connected node becomes primary, its peer must agree, so that
+ * Before a connected node becomes primary, its peers must agree, so that
  * two nodes promoted at the same moment never both succeed.  Returns 0
- * when the node may go ahead (granted, or no peer connected).  A
- * coroutine in the node's context.
+ * when the node may go ahead (granted by every connected peer, or none
+ * connected); a refusal undoes what the others granted.  A coroutine in
+ * the node's context.
  */
 static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
                                                   Error **errp)
 {
-    bool lost;
+    bool asked = false, lost;
+    unsigned i;
     int ret;
 
-    ret = drbd_co_state_request(s, DRBD_ROLE_PRIMARY, errp);
-    if (ret <= 0) {
-        return ret;
+    for (i = 0; i < s->nr_conns; i++) {
+        ret = drbd_co_state_request(s->conns[i], DRBD_ROLE_PRIMARY, errp);
+        if (ret < 0) {
+            if (asked) {
+                drbd_co_promotion_undo(s, NULL);
+            }
+            return ret;
+        }
+        asked |= ret > 0;
+    }
+    if (!asked) {
+        return 0;
     }
     qemu_mutex_lock(&s->lock);
-    /* We granted the peer's own request meanwhile: it won */
-    lost = s->conn.peer_role == DRBD_ROLE_PRIMARY;
+    /* We granted a peer's own request meanwhile: it won */
+    lost = drbd_peer_primary_locked(s);
     qemu_mutex_unlock(&s->lock);
     if (lost) {
         drbd_co_promotion_undo(s, NULL);
@@ -270,7 +309,7 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
         return md_ret;
     }
 
-    drbd_set_state(s, DRBD_ROLE_PRIMARY, -1,
+    drbd_set_state(s, NULL, DRBD_ROLE_PRIMARY, -1,
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1, reason);
     drbd_promotion_done(s);
     if (force) {
@@ -278,11 +317,15 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
          * A new generation, and a disk state the peer would refuse to
          * hear raised: let a new handshake decide
          */
-        DrbdPeer *peer = drbd_peer_get(s);
+        unsigned i;
 
-        if (peer) {
-            drbd_peer_fail(peer, "forced promotion: connecting again");
-            drbd_peer_put(peer);
+        for (i = 0; i < s->nr_conns; i++) {
+            DrbdPeer *peer = drbd_peer_get(s->conns[i]);
+
+            if (peer) {
+                drbd_peer_fail(peer, "forced promotion: connecting again");
+                drbd_peer_put(peer);
+            }
         }
     } else {
         drbd_announce_role(s);
@@ -306,7 +349,7 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         qemu_mutex_unlock(&s->lock);
         return 0;
     }
-    if (s->conn.peer_role == DRBD_ROLE_PRIMARY) {
+    if (drbd_peer_primary_locked(s)) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the peer is primary; demote it first", name);
         return -EBUSY;
@@ -329,7 +372,8 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_setg(errp, "'%s': the local disk failed", name);
         return -EIO;
     }
-    if (s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+    if (drbd_conn_in_locked(s,
+                            DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS))) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the connection handshake is running; try "
                    "again", name);
@@ -380,7 +424,7 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         drbd_promotion_begin_locked(s, force);
         qemu_mutex_unlock(&s->lock);
         bdrv_graph_co_rdlock();
-        ret = drbd_md_sync_in_request(s);
+        ret = drbd_md_sync_in_request(s, false);
         bdrv_graph_co_rdunlock();
         ret = drbd_co_become_primary(s, force, ret,
                                      force ? "promoted (forced)" :
@@ -399,13 +443,17 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
  * drbd-invalidate-remote: the peer's by ours.  Both mark the whole disk
  * out of sync, durably, and let the handshake (again, if connected)
  * start the resync: an inconsistent disk is always the sync target, and
- * a new generation makes this node the source.
+ * a new generation makes this node the source.  QMP commands, in a
+ * coroutine of the main loop.
  */
-int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
+int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
+                                    Error **errp)
 {
+    AioContext *old_ctx;
     const char *name = drbd_name(s);
     DrbdPeer *peer;
     DrbdUuids u;
+    unsigned i;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -423,15 +471,14 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
                    "the peer's", name, DrbdDiskState_str(disk));
         return -EAGAIN;
     }
-    if (remote && s->conn.peer_role == DRBD_ROLE_PRIMARY) {
+    if (remote && drbd_peer_primary_locked(s)) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the peer is primary: demote it before "
                    "discarding its data", name);
         return -EBUSY;
     }
-    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-        s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET ||
-        s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+    if (drbd_conn_in_locked(s, DRBD_CONN_RESYNCING |
+                            DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS))) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': a resync or a connection handshake is "
                    "running; try again when it is over", name);
@@ -449,21 +496,28 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
     qemu_mutex_unlock(&s->lock);
 
     if (!remote) {
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
+        drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
                        "invalidated: full resync from the peer");
     }
-    ret = drbd_md_sync_all(s);
+    /* As a promotion writes it: also on a drained or inactive node */
+    old_ctx = bdrv_co_enter(s->bs);
+    bdrv_graph_co_rdlock();
+    ret = drbd_md_sync_in_request(s, true);
+    bdrv_graph_co_rdunlock();
+    bdrv_co_leave(s->bs, old_ctx);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "'%s': could not write the metadata",
                          name);
         return ret;
     }
 
-    peer = drbd_peer_get(s);
-    if (peer) {
-        drbd_peer_fail(peer, remote ? "the peer's data was invalidated" :
-                       "the local data was invalidated");
-        drbd_peer_put(peer);
+    for (i = 0; i < s->nr_conns; i++) {
+        peer = drbd_peer_get(s->conns[i]);
+        if (peer) {
+            drbd_peer_fail(peer, remote ? "the peer's data was invalidated" :
+                           "the local data was invalidated");
+            drbd_peer_put(peer);
+        }
     }
     return 0;
 }
@@ -481,12 +535,16 @@ int drbd_invalidate(BDRVDrbdState *s, bool remote, Error **errp)
 static void drbd_demote_timeout_cb(void *opaque)
 {
     BDRVDrbdState *s = opaque;
-    DrbdPeer *peer = drbd_peer_get(s);
+    unsigned i;
 
-    if (peer) {
-        drbd_peer_fail(peer, "the peer did not ack our writes within "
-                       "ping-timeout before the demotion");
-        drbd_peer_put(peer);
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdPeer *peer = drbd_peer_get(s->conns[i]);
+
+        if (peer) {
+            drbd_peer_fail(peer, "the peer did not ack our writes within "
+                           "ping-timeout before the demotion");
+            drbd_peer_put(peer);
+        }
     }
 }
 
@@ -512,7 +570,7 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
     timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
                           SCALE_NS, drbd_demote_timeout_cb, s);
     timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              s->conn.ping_timeout_ns);
+              drbd_ping_timeout_ns(s));
     /* Guest requests in flight complete first; later ones are refused */
     bdrv_drained_begin(s->bs);
     /* What the peer acked is on its disk: nothing left to lose */
@@ -523,7 +581,7 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
         warn_report("drbd node '%s': the flush before the demotion failed: "
                     "%s", drbd_name(s), strerror(-ret));
     }
-    drbd_set_state(s, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
+    drbd_set_state(s, NULL, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
     bdrv_drained_end(s->bs);
     qemu_mutex_lock(&s->lock);
     drbd_uuids_get_locked(s, &u);
@@ -537,7 +595,7 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
      */
     old_ctx = bdrv_co_enter(s->bs);
     bdrv_graph_co_rdlock();
-    ret = drbd_md_sync_in_request(s);
+    ret = drbd_md_sync_in_request(s, false);
     bdrv_graph_co_rdunlock();
     drbd_co_request_secondary(s, NULL);
     bdrv_co_leave(s->bs, old_ctx);
@@ -633,14 +691,15 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
                                                    Error **errp)
 {
     int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       s->conn.ping_timeout_ns;
+                       drbd_ping_timeout_ns(s);
     int ret;
 
     qemu_co_mutex_lock(&s->auto_lock);
     qemu_mutex_lock(&s->lock);
     /* A handshake decides the disk states: wait for it, a little */
     while (s->role != DRBD_ROLE_PRIMARY &&
-           s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS &&
+           drbd_conn_in_locked(s,
+                DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS)) &&
            qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
         qemu_mutex_unlock(&s->lock);
         qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 10 * SCALE_MS);
@@ -652,7 +711,9 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
         return 0;
     }
     ret = drbd_auto_promote_check_locked(s, errp);
-    if (ret == 0 && s->conn.cstate == DRBD_CONN_STATE_WF_REPORT_PARAMS) {
+    if (ret == 0 &&
+        drbd_conn_in_locked(s,
+                            DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS))) {
         error_setg(errp, "the connection handshake is still running");
         ret = -EAGAIN;
     }
@@ -668,7 +729,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     qemu_mutex_lock(&s->lock);
     drbd_promotion_begin_locked(s, false);
     qemu_mutex_unlock(&s->lock);
-    ret = drbd_co_become_primary(s, false, drbd_md_sync_in_request(s),
+    ret = drbd_co_become_primary(s, false, drbd_md_sync_in_request(s, false),
                                  "promoted (auto-promote)");
     if (ret < 0) {
         error_setg_errno(errp, -ret, "could not write the metadata");
@@ -700,7 +761,6 @@ static void drbd_auto_demote_bh(void *opaque);
 void drbd_auto_init(BDRVDrbdState *s)
 {
     qemu_co_mutex_init(&s->auto_lock);
-    qemu_co_mutex_init(&s->conn.state_req_lock);
     s->auto_demote_bh = aio_bh_new(qemu_get_aio_context(),
                                    drbd_auto_demote_bh, s);
 }

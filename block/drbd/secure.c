@@ -78,18 +78,18 @@ static QCryptoTLSCreds *drbd_tls_creds(const char *id, bool client,
     return creds;
 }
 
-int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
+int drbd_secure_open(DrbdConnection *conn, BlockdevOptionsDrbd *o,
+                     Error **errp)
 {
-    DrbdConnection *c = &s->conn;
-    bool client = c->connects;
+    bool client = conn->connects;
 
     if (o->tls_creds) {
-        if (!c->listen_addr && !c->peer_addr) {
+        if (!conn->listen_addr && !conn->peer_addr) {
             error_setg(errp, "tls-creds needs a peer: set listen or peer");
             return -EINVAL;
         }
-        c->tls_creds = drbd_tls_creds(o->tls_creds, client, errp);
-        if (!c->tls_creds) {
+        conn->tls_creds = drbd_tls_creds(o->tls_creds, client, errp);
+        if (!conn->tls_creds) {
             return -EINVAL;
         }
     } else if (o->tls_authz || o->tls_hostname) {
@@ -104,7 +104,7 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
                               "and tls-hostname here.\n");
             return -EINVAL;
         }
-        c->tls_authz = g_strdup(o->tls_authz);
+        conn->tls_authz = g_strdup(o->tls_authz);
     }
     if (o->tls_hostname) {
         if (!client) {
@@ -114,32 +114,32 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
                               "of the peers that connect.\n");
             return -EINVAL;
         }
-        c->tls_hostname = g_strdup(o->tls_hostname);
-    } else if (client && c->tls_creds &&
-               c->peer_addr->type == SOCKET_ADDRESS_TYPE_INET) {
-        c->tls_hostname = g_strdup(c->peer_addr->u.inet.host);
+        conn->tls_hostname = g_strdup(o->tls_hostname);
+    } else if (client && conn->tls_creds &&
+               conn->peer_addr->type == SOCKET_ADDRESS_TYPE_INET) {
+        conn->tls_hostname = g_strdup(conn->peer_addr->u.inet.host);
     }
 
     if (o->secret) {
         QCryptoHashAlgo alg = o->has_cram_hmac_alg ? o->cram_hmac_alg :
                               QCRYPTO_HASH_ALGO_SHA256;
 
-        if (!c->listen_addr && !c->peer_addr) {
+        if (!conn->listen_addr && !conn->peer_addr) {
             error_setg(errp, "secret needs a peer: set listen or peer");
             return -EINVAL;
         }
-        if (!drbd_digest_of_hash(alg, &c->auth_digest) ||
+        if (!drbd_digest_of_hash(alg, &conn->auth_digest) ||
             !qcrypto_hmac_supports(alg)) {
             error_setg(errp, "cram-hmac-alg %s cannot key an HMAC in this "
                        "build", QCryptoHashAlgo_str(alg));
             return -EINVAL;
         }
-        if (qcrypto_secret_lookup(o->secret, &c->auth_key, &c->auth_key_len,
-                                  errp) < 0) {
+        if (qcrypto_secret_lookup(o->secret, &conn->auth_key,
+                                  &conn->auth_key_len, errp) < 0) {
             error_prepend(errp, "secret: ");
             return -EINVAL;
         }
-        if (!c->auth_key_len) {
+        if (!conn->auth_key_len) {
             error_setg(errp, "secret: '%s' is empty", o->secret);
             return -EINVAL;
         }
@@ -149,8 +149,8 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
     }
 
     if (o->has_data_integrity_alg) {
-        c->integrity = drbd_digest_of_alg(o->data_integrity_alg);
-        if (!drbd_digest_size(c->integrity)) {
+        conn->integrity = drbd_digest_of_alg(o->data_integrity_alg);
+        if (!drbd_digest_size(conn->integrity)) {
             error_setg(errp, "data-integrity-alg %s is not available in "
                        "this build",
                        DrbdDigestAlg_str(o->data_integrity_alg));
@@ -158,16 +158,16 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
         }
     }
     if (o->has_csums_alg) {
-        c->csums_alg = drbd_digest_of_alg(o->csums_alg);
-        if (!drbd_digest_size(c->csums_alg)) {
+        conn->csums_alg = drbd_digest_of_alg(o->csums_alg);
+        if (!drbd_digest_size(conn->csums_alg)) {
             error_setg(errp, "csums-alg %s is not available in this build",
                        DrbdDigestAlg_str(o->csums_alg));
             return -EINVAL;
         }
     }
     if (o->has_verify_alg) {
-        c->verify_alg = drbd_digest_of_alg(o->verify_alg);
-        if (!drbd_digest_size(c->verify_alg)) {
+        conn->verify_alg = drbd_digest_of_alg(o->verify_alg);
+        if (!drbd_digest_size(conn->verify_alg)) {
             error_setg(errp, "verify-alg %s is not available in this build",
                        DrbdDigestAlg_str(o->verify_alg));
             return -EINVAL;
@@ -176,34 +176,32 @@ int drbd_secure_open(BDRVDrbdState *s, BlockdevOptionsDrbd *o, Error **errp)
     return 0;
 }
 
-void drbd_secure_close(BDRVDrbdState *s)
+void drbd_secure_close(DrbdConnection *conn)
 {
-    DrbdConnection *c = &s->conn;
-
-    if (c->tls_creds) {
-        object_unref(OBJECT(c->tls_creds));
-        c->tls_creds = NULL;
+    if (conn->tls_creds) {
+        object_unref(OBJECT(conn->tls_creds));
+        conn->tls_creds = NULL;
     }
-    g_clear_pointer(&c->tls_authz, g_free);
-    g_clear_pointer(&c->tls_hostname, g_free);
-    if (c->auth_key) {
-        memset(c->auth_key, 0, c->auth_key_len);
-        g_clear_pointer(&c->auth_key, g_free);
+    g_clear_pointer(&conn->tls_authz, g_free);
+    g_clear_pointer(&conn->tls_hostname, g_free);
+    if (conn->auth_key) {
+        memset(conn->auth_key, 0, conn->auth_key_len);
+        g_clear_pointer(&conn->auth_key, g_free);
     }
 }
 
-uint32_t drbd_secure_hello_flags(BDRVDrbdState *s)
+uint32_t drbd_secure_hello_flags(DrbdConnection *conn)
 {
-    return (s->conn.tls_creds ? DRBD_HELLO_TLS : 0) |
-           (s->conn.auth_key ? DRBD_HELLO_AUTH : 0);
+    return (conn->tls_creds ? DRBD_HELLO_TLS : 0) |
+           (conn->auth_key ? DRBD_HELLO_AUTH : 0);
 }
 
 /* Do the peer's HELLO and ours ask for the same protection? */
-int drbd_secure_check_hello(BDRVDrbdState *s, const DrbdHello *h,
+int drbd_secure_check_hello(DrbdConnection *conn, const DrbdHello *h,
                             Error **errp)
 {
-    bool we_tls = s->conn.tls_creds, they_tls = h->flags & DRBD_HELLO_TLS;
-    bool we_auth = s->conn.auth_key, they_auth = h->flags & DRBD_HELLO_AUTH;
+    bool we_tls = conn->tls_creds, they_tls = h->flags & DRBD_HELLO_TLS;
+    bool we_auth = conn->auth_key, they_auth = h->flags & DRBD_HELLO_AUTH;
 
     if (we_tls && !they_tls) {
         error_setg(errp, "this node requires TLS (tls-creds), the peer does "
@@ -300,11 +298,11 @@ static int coroutine_fn drbd_send_auth(QIOChannel *ioc, uint16_t cmd,
 }
 
 /* The challenge-response in both directions over @ioc */
-static int coroutine_fn drbd_authenticate(BDRVDrbdState *s, QIOChannel *ioc,
+static int coroutine_fn drbd_authenticate(DrbdConnection *conn, QIOChannel *ioc,
                                           bool connector, Error **errp)
 {
-    DrbdConnection *c = &s->conn;
-    DrbdAuthChallenge ours = { .digest = c->auth_digest }, theirs;
+    BDRVDrbdState *s = conn->s;
+    DrbdAuthChallenge ours = { .digest = conn->auth_digest }, theirs;
     DrbdAuthResponse answer, got, expected;
     g_autofree uint8_t *payload = NULL;
     g_autofree uint8_t *payload2 = NULL;
@@ -328,14 +326,14 @@ static int coroutine_fn drbd_authenticate(BDRVDrbdState *s, QIOChannel *ioc,
                    "refused");
         return -EACCES;
     }
-    if (drbd_auth_answer(c->auth_digest, c->auth_key, c->auth_key_len,
+    if (drbd_auth_answer(conn->auth_digest, conn->auth_key, conn->auth_key_len,
                          connector, theirs.nonce, ours.nonce, &answer,
                          errp) < 0 ||
         drbd_send_auth(ioc, DRBD_CMD_AUTH_RESPONSE, &answer, errp) < 0 ||
         drbd_expect_packet(ioc, DRBD_CMD_AUTH_RESPONSE, &payload2, &len,
                            errp) < 0 ||
         drbd_wire_get_auth_response(payload2, len, &got, errp) < 0 ||
-        drbd_auth_answer(c->auth_digest, c->auth_key, c->auth_key_len,
+        drbd_auth_answer(conn->auth_digest, conn->auth_key, conn->auth_key_len,
                          !connector, ours.nonce, theirs.nonce, &expected,
                          errp) < 0) {
         return -EPROTO;
@@ -346,7 +344,7 @@ static int coroutine_fn drbd_authenticate(BDRVDrbdState *s, QIOChannel *ioc,
         error_append_hint(errp, "Both nodes need the same secret.\n");
         return -EACCES;
     }
-    trace_drbd_authenticated(s->bs, drbd_digest_name(c->auth_digest));
+    trace_drbd_authenticated(s->bs, drbd_digest_name(conn->auth_digest));
     return 0;
 }
 
@@ -391,19 +389,19 @@ static void *drbd_tls_handshake_thread(void *opaque)
 }
 
 /* Upgrade *@ioc to TLS; on success *@ioc is the TLS channel over it */
-static int coroutine_fn drbd_start_tls(BDRVDrbdState *s, QIOChannel **ioc,
+static int coroutine_fn drbd_start_tls(DrbdConnection *conn, QIOChannel **ioc,
                                        bool connector, Error **errp)
 {
-    DrbdConnection *c = &s->conn;
+    BDRVDrbdState *s = conn->s;
     DrbdTlsHandshake hs = { 0 };
     g_autofree char *name = NULL;
 
     if (connector) {
-        hs.tioc = qio_channel_tls_new_client(*ioc, c->tls_creds,
-                                             c->tls_hostname, errp);
+        hs.tioc = qio_channel_tls_new_client(*ioc, conn->tls_creds,
+                                             conn->tls_hostname, errp);
     } else {
-        hs.tioc = qio_channel_tls_new_server(*ioc, c->tls_creds,
-                                             c->tls_authz, errp);
+        hs.tioc = qio_channel_tls_new_server(*ioc, conn->tls_creds,
+                                             conn->tls_authz, errp);
     }
     if (!hs.tioc) {
         error_prepend(errp, "TLS: ");
@@ -430,19 +428,19 @@ static int coroutine_fn drbd_start_tls(BDRVDrbdState *s, QIOChannel **ioc,
     return 0;
 }
 
-int coroutine_fn drbd_secure_channel(BDRVDrbdState *s, QIOChannel **ioc,
+int coroutine_fn drbd_secure_channel(DrbdConnection *conn, QIOChannel **ioc,
                                      bool connector, Error **errp)
 {
     int ret;
 
-    if (s->conn.tls_creds) {
-        ret = drbd_start_tls(s, ioc, connector, errp);
+    if (conn->tls_creds) {
+        ret = drbd_start_tls(conn, ioc, connector, errp);
         if (ret < 0) {
             return ret;
         }
     }
-    if (s->conn.auth_key) {
-        return drbd_authenticate(s, *ioc, connector, errp);
+    if (conn->auth_key) {
+        return drbd_authenticate(conn, *ioc, connector, errp);
     }
     return 0;
 }

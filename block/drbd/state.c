@@ -23,17 +23,21 @@
 #include "drbd-int.h"
 
 /*
- * Change what is not negative among @role, @cstate, @disk, @peer_role and
- * @peer_disk; emit an event naming @reason when anything changed.
+ * Change what is not negative among the node's @role and @disk, and the
+ * @cstate, @peer_role and @peer_disk of its connection @conn (NULL if
+ * those are all negative); emit an event naming @reason when anything
+ * changed.
  */
-void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
-                    int peer_role, int peer_disk, const char *reason)
+void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
+                    int cstate, int disk, int peer_role, int peer_disk,
+                    const char *reason)
 {
     DrbdRole r, pr;
     DrbdConnState c;
     DrbdDiskState d, pd;
     bool changed = false;
 
+    assert(conn || (cstate < 0 && peer_role < 0 && peer_disk < 0));
     qemu_mutex_lock(&s->lock);
     if ((role >= 0 && s->role != role) || (disk >= 0 && s->disk != disk)) {
         s->hs_gen++;    /* a running handshake decided on old facts */
@@ -44,22 +48,26 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
     }
 #define DRBD_SET(field, value) \
     do { \
-        if ((value) >= 0 && s->field != (value)) { \
-            s->field = (value); \
+        if ((value) >= 0 && (field) != (value)) { \
+            (field) = (value); \
             changed = true; \
         } \
     } while (0)
-    DRBD_SET(role, role);
-    DRBD_SET(conn.cstate, cstate);
-    DRBD_SET(disk, disk);
-    DRBD_SET(conn.peer_role, peer_role);
-    DRBD_SET(conn.peer_disk, peer_disk);
+    DRBD_SET(s->role, role);
+    DRBD_SET(s->disk, disk);
+    if (conn) {
+        DRBD_SET(conn->cstate, cstate);
+        DRBD_SET(conn->peer_role, peer_role);
+        DRBD_SET(conn->peer_disk, peer_disk);
+    }
 #undef DRBD_SET
+    /* The event's peer fields are the one peer's (see drbd_conn()) */
+    conn = conn ?: drbd_conn(s);
     r = s->role;
-    c = s->conn.cstate;
+    c = conn->cstate;
     d = s->disk;
-    pr = s->conn.peer_role;
-    pd = s->conn.peer_disk;
+    pr = conn->peer_role;
+    pd = conn->peer_disk;
     qemu_mutex_unlock(&s->lock);
 
     if (!changed) {
@@ -75,6 +83,89 @@ void drbd_set_state(BDRVDrbdState *s, int role, int cstate, int disk,
                      DrbdDiskState_str(pd), reason);
     qapi_event_send_drbd_state_change(bdrv_get_node_name(s->bs), r, pr, c,
                                       d, pd, reason);
+}
+
+/* A connection of @s to the peer @peer_node_id, not configured yet */
+DrbdConnection *drbd_conn_new(BDRVDrbdState *s, uint8_t peer_node_id)
+{
+    DrbdConnection *conn = g_new0(DrbdConnection, 1);
+
+    conn->s = s;
+    conn->peer_node_id = peer_node_id;
+    conn->cstate = DRBD_CONN_STATE_STANDALONE;
+    conn->peer_role = DRBD_ROLE_UNKNOWN;
+    conn->peer_disk = DRBD_DISK_STATE_DUNKNOWN;
+    qemu_co_queue_init(&conn->barrier_waiters);
+    qemu_co_mutex_init(&conn->state_req_lock);
+    ratelimit_init(&conn->resync_limit);
+    return conn;
+}
+
+/* After the connection manager ended */
+void drbd_conn_free(DrbdConnection *conn)
+{
+    if (!conn) {
+        return;
+    }
+    assert(!conn->peer && !conn->conn_co);
+    ratelimit_destroy(&conn->resync_limit);
+    qapi_free_SocketAddress(conn->listen_addr);
+    qapi_free_SocketAddress(conn->peer_addr);
+    g_free(conn);
+}
+
+/* Whether @s has peers: a listen or peer address for one at least */
+bool drbd_replicates(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->listen_addr || s->conns[i]->peer_addr) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether a peer of @s is primary; under s->lock */
+bool drbd_peer_primary_locked(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->peer_role == DRBD_ROLE_PRIMARY) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Whether a connection of @s is in one of the states of @mask (bits
+ * DRBD_CONN_BIT(state)); under s->lock
+ */
+bool drbd_conn_in_locked(BDRVDrbdState *s, unsigned mask)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (mask & DRBD_CONN_BIT(s->conns[i]->cstate)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The longest ping-timeout of @s's connections: a wait for all of them */
+uint64_t drbd_ping_timeout_ns(BDRVDrbdState *s)
+{
+    uint64_t ns = 0;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        ns = MAX(ns, s->conns[i]->ping_timeout_ns);
+    }
+    return ns;
 }
 
 bool drbd_disk_detached(DrbdDiskState d)
@@ -111,10 +202,10 @@ bool drbd_detach(BDRVDrbdState *s, const char *reason, bool failed)
         return false;
     }
     if (failed) {
-        drbd_set_state(s, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
+        drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_FAILED, -1, -1,
                        "the local disk failed");
     }
-    drbd_set_state(s, -1, -1, DRBD_DISK_STATE_DISKLESS, -1, -1, reason);
+    drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_DISKLESS, -1, -1, reason);
     if (s->disk_error_bh) {
         /* The superblock says so, best effort, and the peer is told */
         qemu_bh_schedule(s->disk_error_bh);
@@ -184,6 +275,7 @@ bool drbd_local_error(BDRVDrbdState *s, DrbdIoOperation op, int ret)
 
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
 {
+    DrbdConnection *conn = drbd_conn(s);
     DrbdCounters *c = g_new0(DrbdCounters, 1);
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
@@ -193,49 +285,49 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     info->node_id = s->node_id;
     info->role = s->role;
     info->auto_promote = s->auto_promote;
-    info->peer_role = s->conn.peer_role;
-    info->connection = s->conn.cstate;
+    info->peer_role = conn->peer_role;
+    info->connection = conn->cstate;
     info->disk = s->disk;
-    info->peer_disk = s->conn.peer_disk;
-    info->protocol = s->conn.protocol - 'A';
+    info->peer_disk = conn->peer_disk;
+    info->protocol = conn->protocol - 'A';
 
-    c->ns = stat64_get(&s->conn.ns);
-    c->nr = stat64_get(&s->conn.nr);
+    c->ns = stat64_get(&conn->ns);
+    c->nr = stat64_get(&conn->nr);
     c->dw = stat64_get(&s->dw);
     c->dr = stat64_get(&s->dr);
     c->al = stat64_get(&s->al_writes);
     c->bm = stat64_get(&s->bm_writes);
     c->lo = qatomic_read(&s->lo);
-    c->pe = qatomic_read(&s->conn.pe);
-    c->ua = qatomic_read(&s->conn.ua);
+    c->pe = qatomic_read(&conn->pe);
+    c->ua = qatomic_read(&conn->ua);
     c->ap = qatomic_read(&s->ap);
-    c->ep = s->conn.cur_epoch + 1 - s->conn.barrier_acked_upto;
+    c->ep = conn->cur_epoch + 1 - conn->barrier_acked_upto;
     c->oos = hbitmap_count(s->oos);
-    c->same_csum = s->conn.same_csum;
+    c->same_csum = conn->same_csum;
     info->counters = c;
 
-    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-        s->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+    if (conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+        conn->cstate == DRBD_CONN_STATE_SYNC_TARGET) {
         DrbdResyncInfo *r = g_new0(DrbdResyncInfo, 1);
         DrbdPaceSpeed sp;
 
-        r->total = s->conn.resync_total;
-        r->done = drbd_resync_done_locked(s);
-        r->rate = s->conn.resync_rate;
-        drbd_pace_marks_note(&s->conn.resync_marks, now, r->done);
-        sp = drbd_pace_marks_speed(&s->conn.resync_marks, now, r->done,
+        r->total = conn->resync_total;
+        r->done = drbd_resync_done_locked(conn);
+        r->rate = conn->resync_rate;
+        drbd_pace_marks_note(&conn->resync_marks, now, r->done);
+        sp = drbd_pace_marks_speed(&conn->resync_marks, now, r->done,
                                    r->total);
         r->speed = sp.speed;
         r->average_speed = sp.average;
         r->has_finish = sp.finish >= 0;
         r->finish = MAX(sp.finish, 0);
-        r->paused_after = g_strdup(s->conn.resync_paused_after);
-        r->paused = s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE &&
-                    s->conn.job_paused[DRBD_JOB_RESYNC];
+        r->paused_after = g_strdup(conn->resync_paused_after);
+        r->paused = conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE &&
+                    conn->job_paused[DRBD_JOB_RESYNC];
         info->resync = r;
     }
-    if (s->conn.verify) {
-        DrbdVerify *v = s->conn.verify;
+    if (conn->verify) {
+        DrbdVerify *v = conn->verify;
         DrbdVerifyInfo *vi = g_new0(DrbdVerifyInfo, 1);
         DrbdPaceSpeed sp;
 
@@ -326,7 +418,7 @@ static BDRVDrbdState *drbd_nodes_find(const char *name)
 bool drbd_resync_after_check(BDRVDrbdState *s, Error **errp)
 {
     const char *self = bdrv_get_node_name(s->bs);
-    const char *name = s->conn.resync_after;
+    const char *name = s->resync_after;
     unsigned hops = 0;
     bool ok = true;
 
@@ -336,12 +428,12 @@ bool drbd_resync_after_check(BDRVDrbdState *s, Error **errp)
 
         if (!strcmp(name, self) || ++hops > 1000) {
             error_setg(errp, "resync-after '%s' would make node '%s' wait "
-                       "for its own resync", s->conn.resync_after, self);
+                       "for its own resync", s->resync_after, self);
             ok = false;
             break;
         }
         o = drbd_nodes_find(name);
-        name = o ? o->conn.resync_after : NULL;
+        name = o ? o->resync_after : NULL;
     }
     qemu_mutex_unlock(&drbd_nodes_lock);
     return ok;
@@ -357,16 +449,20 @@ const char *drbd_resync_after_busy(BDRVDrbdState *s)
     const char *busy = NULL;
     BDRVDrbdState *o;
 
-    if (!s->conn.resync_after) {
+    if (!s->resync_after) {
         return NULL;
     }
     qemu_mutex_lock(&drbd_nodes_lock);
-    o = drbd_nodes_find(s->conn.resync_after);
+    o = drbd_nodes_find(s->resync_after);
     if (o && o != s) {
+        unsigned i;
+
         qemu_mutex_lock(&o->lock);
-        if (o->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
-            o->conn.cstate == DRBD_CONN_STATE_SYNC_TARGET) {
-            busy = s->conn.resync_after;
+        for (i = 0; i < o->nr_conns; i++) {
+            if (o->conns[i]->cstate == DRBD_CONN_STATE_SYNC_SOURCE ||
+                o->conns[i]->cstate == DRBD_CONN_STATE_SYNC_TARGET) {
+                busy = s->resync_after;
+            }
         }
         qemu_mutex_unlock(&o->lock);
     }
@@ -374,21 +470,23 @@ const char *drbd_resync_after_busy(BDRVDrbdState *s)
     return busy;
 }
 
-/* Bytes of the running resync done, on either side */
-uint64_t drbd_resync_done_locked(BDRVDrbdState *s)
+/* Bytes of the running resync with @conn's peer done, on either side */
+uint64_t drbd_resync_done_locked(DrbdConnection *conn)
 {
-    if (s->conn.cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
-        return s->conn.resync_done;
+    BDRVDrbdState *s = conn->s;
+
+    if (conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
+        return conn->resync_done;
     }
-    return s->conn.resync_total - MIN(s->conn.resync_total,
+    return conn->resync_total - MIN(conn->resync_total,
                                       hbitmap_count(s->oos));
 }
 
 /* A resync starts: its speed counts from now, and nothing holds it yet */
-void drbd_resync_marks_start_locked(BDRVDrbdState *s)
+void drbd_resync_marks_start_locked(DrbdConnection *conn)
 {
-    s->conn.resync_paused_after = NULL;
-    drbd_pace_marks_start(&s->conn.resync_marks,
+    conn->resync_paused_after = NULL;
+    drbd_pace_marks_start(&conn->resync_marks,
                           qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
 }
 

@@ -48,6 +48,7 @@ static void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
 void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
                            DrbdReqEvent ev)
 {
+    DrbdConnection *conn = req->conn;
     unsigned actions = drbd_req_mod(&req->state, ev);
 
     trace_drbd_req_event(s->bs, req->id, drbd_req_event_name(ev),
@@ -58,13 +59,13 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
     if (actions & DRBD_RA_COMPLETE) {
         /* Writes after this one may depend on it: they need a new epoch */
         if ((req->state & DRBD_RQ_NET_SENT) &&
-            req->epoch == s->conn.cur_epoch) {
-            s->conn.epoch_needs_barrier = true;
+            req->epoch == conn->cur_epoch) {
+            conn->epoch_needs_barrier = true;
         }
         /* ... and they are ordered after it on the peer's disk */
         if ((req->state & DRBD_RQ_NET_SENT) &&
-            req->seq_gen == s->conn.seq_gen) {
-            s->conn.done_seq = MAX(s->conn.done_seq, req->seq);
+            req->seq_gen == conn->seq_gen) {
+            conn->done_seq = MAX(conn->done_seq, req->seq);
         }
         if (req->waiter) {
             aio_co_wake(req->waiter);
@@ -80,7 +81,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
             QTAILQ_REMOVE(&s->transfer_log, req, tl_next);
             g_hash_table_remove(s->tl_by_id, &req->id);
             req->in_tl = false;
-            qatomic_dec(&s->conn.pe);
+            qatomic_dec(&conn->pe);
         }
         if (req->guest_gone) {
             drbd_req_free_locked(s, req);
@@ -89,15 +90,16 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
 }
 
 /*
- * A guest write enters: numbered, ordered after the writes the guest has
- * seen complete, and, if it goes to the peer (@to_peer), in the log.
+ * A guest write enters: numbered, and, if it goes to the peer of @conn
+ * (not NULL), ordered after the writes the guest has seen complete on
+ * that connection and in the log.
  * Returns it in @state (req.h) with DRBD_EV_QUEUE_NET or DRBD_EV_NO_NET
  * and DRBD_EV_SUBMIT_LOCAL fed; the guest's coroutine hands it back with
  * drbd_tl_guest_done_locked().
  */
-DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, int64_t offset,
-                                   int64_t bytes, unsigned state,
-                                   bool al_held, bool to_peer)
+DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdConnection *conn,
+                                   int64_t offset, int64_t bytes,
+                                   unsigned state, bool al_held)
 {
     DrbdRequest *req = g_new0(DrbdRequest, 1);
 
@@ -107,14 +109,15 @@ DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, int64_t offset,
     req->state = state;
     req->al_held = al_held;
     req->id = ++s->next_req_id;
-    req->dep = s->conn.done_seq;
-    req->dep_gen = s->conn.seq_gen;
-    if (to_peer) {
+    if (conn) {
+        req->conn = conn;
+        req->dep = conn->done_seq;
+        req->dep_gen = conn->seq_gen;
         drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
         QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
         g_hash_table_insert(s->tl_by_id, &req->id, req);
         req->in_tl = true;
-        qatomic_inc(&s->conn.pe);
+        qatomic_inc(&conn->pe);
     } else {
         drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
     }
@@ -132,10 +135,12 @@ void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *req)
     }
 }
 
-/* The write an ack names, if it is still in the log */
-DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
+/* The write an ack from @conn's peer names, if it is in the log for it */
+DrbdRequest *drbd_req_find_locked(DrbdConnection *conn, uint64_t id)
 {
-    return g_hash_table_lookup(s->tl_by_id, &id);
+    DrbdRequest *req = g_hash_table_lookup(conn->s->tl_by_id, &id);
+
+    return req && req->conn == conn ? req : NULL;
 }
 
 /*
@@ -144,12 +149,13 @@ DrbdRequest *drbd_req_find_locked(BDRVDrbdState *s, uint64_t id)
  * acked (the peer acks them in order); anything else is a protocol error
  * that changes nothing.
  */
-int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
+int drbd_tl_barrier_acked_locked(DrbdConnection *conn, uint32_t epoch,
                                  Error **errp)
 {
+    BDRVDrbdState *s = conn->s;
     DrbdGate gate = {
-        .epoch_acked_upto = s->conn.barrier_acked_upto,
-        .cur_epoch = s->conn.cur_epoch,
+        .epoch_acked_upto = conn->barrier_acked_upto,
+        .cur_epoch = conn->cur_epoch,
     };
     DrbdRequest *req, *next;
     int ret;
@@ -160,43 +166,46 @@ int drbd_tl_barrier_acked_locked(BDRVDrbdState *s, uint32_t epoch,
     }
 
     QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
-        if ((req->state & DRBD_RQ_NET_SENT) &&
+        if (req->conn == conn && (req->state & DRBD_RQ_NET_SENT) &&
             (int32_t)(req->epoch - epoch) <= 0) {
             drbd_req_event_locked(s, req, DRBD_EV_BARRIER_ACK);
         }
     }
-    s->conn.barrier_acked_upto = epoch + 1;
-    qemu_co_queue_restart_all(&s->conn.barrier_waiters);
+    conn->barrier_acked_upto = epoch + 1;
+    qemu_co_queue_restart_all(&conn->barrier_waiters);
     return 0;
 }
 
-void drbd_tl_connection_lost_locked(BDRVDrbdState *s)
+void drbd_tl_connection_lost_locked(DrbdConnection *conn)
 {
+    BDRVDrbdState *s = conn->s;
     DrbdRequest *req, *next;
 
     QTAILQ_FOREACH_SAFE(req, &s->transfer_log, tl_next, next) {
-        drbd_req_event_locked(s, req, DRBD_EV_CONNECTION_LOST);
+        if (req->conn == conn) {
+            drbd_req_event_locked(s, req, DRBD_EV_CONNECTION_LOST);
+        }
     }
     /* Requests still in the log wait for their local write */
-    s->conn.epoch_size = 0;
-    s->conn.epoch_needs_barrier = false;
-    s->conn.barrier_acked_upto = s->conn.cur_epoch;
+    conn->epoch_size = 0;
+    conn->epoch_needs_barrier = false;
+    conn->barrier_acked_upto = conn->cur_epoch;
 }
 
 /* Close the current epoch with a barrier; the caller holds data_send_lock */
-static void drbd_close_epoch_locked(BDRVDrbdState *s, GByteArray *pkt,
+static void drbd_close_epoch_locked(DrbdConnection *conn, GByteArray *pkt,
                                     bool flush)
 {
     DrbdBarrier b = {
-        .epoch = s->conn.cur_epoch,
-        .set_size = s->conn.epoch_size,
+        .epoch = conn->cur_epoch,
+        .set_size = conn->epoch_size,
         .flags = flush ? DRBD_BARRIER_FLUSH : 0,
     };
 
     drbd_wire_put_barrier(pkt, DRBD_CMD_BARRIER, &b);
-    s->conn.cur_epoch++;
-    s->conn.epoch_size = 0;
-    s->conn.epoch_needs_barrier = false;
+    conn->cur_epoch++;
+    conn->epoch_size = 0;
+    conn->epoch_needs_barrier = false;
 }
 
 /*
@@ -209,6 +218,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                                  size_t qiov_offset, uint32_t dp_flags)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     DrbdDataPacket p = {
         .offset = req->offset,
@@ -222,22 +232,22 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     qemu_co_mutex_lock(&peer->data_send_lock);
     if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
-        if (s->conn.epoch_needs_barrier ||
-            s->conn.epoch_size >= s->conn.max_epoch_size) {
-            drbd_close_epoch_locked(s, pkt, false);
+        if (conn->epoch_needs_barrier ||
+            conn->epoch_size >= conn->max_epoch_size) {
+            drbd_close_epoch_locked(conn, pkt, false);
         }
-        req->epoch = s->conn.cur_epoch;
-        p.epoch = s->conn.cur_epoch;
-        s->conn.epoch_size++;
-        req->seq = ++s->conn.tx_seq;
-        req->seq_gen = s->conn.seq_gen;
+        req->epoch = conn->cur_epoch;
+        p.epoch = conn->cur_epoch;
+        conn->epoch_size++;
+        req->seq = ++conn->tx_seq;
+        req->seq_gen = conn->seq_gen;
         /*
          * The writes sent since the newest one the guest had seen
          * complete when it issued this one do not go before it on the
          * peer's disk; a write issued on an earlier connection depends on
          * all that were sent before it (conservative, and rare)
          */
-        if (req->dep_gen == s->conn.seq_gen && req->dep < req->seq) {
+        if (req->dep_gen == conn->seq_gen && req->dep < req->seq) {
             p.unordered = MIN(req->seq - 1 - req->dep, UINT32_MAX);
         }
         /*
@@ -258,7 +268,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
             if (niov < IOV_MAX) {
                 niov = iov_copy(iov + 1, niov, qiov->iov, qiov->niov,
                                 qiov_offset, req->bytes);
-                ret = drbd_digest_attach(s->conn.integrity, &p, iov + 1,
+                ret = drbd_digest_attach(conn->integrity, &p, iov + 1,
                                          niov, digest, &err);
                 if (ret == 0) {
                     drbd_wire_put_data_header(pkt, cmd, &p);
@@ -268,12 +278,12 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                      * TLS makes a record, and a send, of each piece: let
                      * the header wait for the data, as one segment
                      */
-                    if (s->conn.tls_creds) {
+                    if (conn->tls_creds) {
                         qio_channel_set_cork(peer->data, true);
                     }
                     ret = qio_channel_writev_all(peer->data, iov,
                                                  niov + 1, &err);
-                    if (s->conn.tls_creds) {
+                    if (conn->tls_creds) {
                         qio_channel_set_cork(peer->data, false);
                     }
                 }
@@ -284,7 +294,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                 qemu_iovec_to_buf(qiov, qiov_offset, buf, req->bytes);
                 iov[0].iov_base = buf;
                 iov[0].iov_len = req->bytes;
-                ret = drbd_digest_attach(s->conn.integrity, &p, iov, 1,
+                ret = drbd_digest_attach(conn->integrity, &p, iov, 1,
                                          digest, &err);
                 if (ret == 0) {
                     drbd_wire_put_data_header(pkt, cmd, &p);
@@ -303,7 +313,7 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     if (ret < 0) {
         drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
     } else {
-        stat64_add(&s->conn.ns, cmd == DRBD_CMD_DATA ? req->bytes : 0);
+        stat64_add(&conn->ns, cmd == DRBD_CMD_DATA ? req->bytes : 0);
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -324,6 +334,7 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
                                    uint32_t *epoch)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     Error *err = NULL;
     int ret = -EPIPE;
@@ -331,8 +342,8 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     qemu_co_mutex_lock(&peer->data_send_lock);
     if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
-        *epoch = s->conn.cur_epoch;
-        drbd_close_epoch_locked(s, pkt, flush);
+        *epoch = conn->cur_epoch;
+        drbd_close_epoch_locked(conn, pkt, flush);
         qemu_mutex_unlock(&s->lock);
         ret = drbd_write_packet(peer->data, pkt, &err);
     }
@@ -373,5 +384,5 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_disk_gone(s->bs, new_generation);
     /* A failure detaches us too, which says it all */
-    drbd_md_sync_all_co(s);
+    drbd_co_md_sync(s, true);
 }

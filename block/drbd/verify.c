@@ -56,9 +56,9 @@
 QEMU_BUILD_BUG_ON(DRBD_OV_MAX_BYTES > DRBD_RESYNC_CHUNK);
 
 /* The anchor of a request is the primary, or else the source */
-static bool drbd_verify_source_anchors(BDRVDrbdState *s)
+static bool drbd_verify_source_anchors(DrbdConnection *conn)
 {
-    return s->conn.peer_role != DRBD_ROLE_PRIMARY;
+    return conn->peer_role != DRBD_ROLE_PRIMARY;
 }
 
 /*
@@ -88,10 +88,11 @@ static void drbd_verify_account(DrbdPeer *peer, uint64_t offset,
                                 const char *error)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdVerify *v;
 
     qemu_mutex_lock(&s->lock);
-    v = s->conn.verify;
+    v = conn->verify;
     assert(v && v->inflight > 0);
     v->inflight--;
     if (error) {
@@ -165,7 +166,7 @@ static void coroutine_fn drbd_verify_in_order(DrbdPeer *peer,
                                               const DrbdOvPacket *p,
                                               bool reply)
 {
-    drbd_compare_in_order(peer, peer->s->conn.verify_alg, p,
+    drbd_compare_in_order(peer, peer->conn->verify_alg, p,
                           drbd_verify_compared, reply ? peer : NULL);
 }
 
@@ -177,7 +178,8 @@ static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
                                            DrbdOvPacket *out, Error **errp)
 {
     BDRVDrbdState *s = peer->s;
-    size_t dsize = drbd_digest_size(s->conn.verify_alg);
+    DrbdConnection *conn = peer->conn;
+    size_t dsize = drbd_digest_size(conn->verify_alg);
     g_autofree uint8_t *digests = g_malloc(DRBD_OV_MAX_BLOCKS * dsize);
     g_autoptr(GByteArray) pkt = g_byte_array_new();
     BlockReq req;
@@ -185,7 +187,7 @@ static int coroutine_fn drbd_verify_anchor(DrbdPeer *peer, uint16_t cmd,
 
     drbd_co_hold_range(s, &req, out->offset, out->bytes);
 
-    ret = drbd_read_digests(s, s->conn.verify_alg, out->offset, out->bytes,
+    ret = drbd_read_digests(s, conn->verify_alg, out->offset, out->bytes,
                             digests, errp);
     if (ret == 0) {
         out->flags |= DRBD_OV_DIGESTS;
@@ -238,6 +240,7 @@ int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
                                      Error **errp)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     DrbdGate gate = { .disk_size = s->size };
     const char *skip = NULL;
     bool primary;
@@ -258,7 +261,7 @@ int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
     primary = s->role == DRBD_ROLE_PRIMARY;
     if (s->detached) {
         skip = "this node has no disk (detached)";
-    } else if (s->conn.cstate != DRBD_CONN_STATE_CONNECTED) {
+    } else if (conn->cstate != DRBD_CONN_STATE_CONNECTED) {
         skip = "a resync runs";
     } else if ((p->flags & DRBD_OV_DIGESTS) && primary) {
         skip = "this node is primary: it must read first";
@@ -340,6 +343,7 @@ typedef struct DrbdOvSend {
 static void drbd_verify_reserve(DrbdOvSend *os)
 {
     BDRVDrbdState *s = os->peer->s;
+    DrbdConnection *conn = os->peer->conn;
     DrbdGateOv *pending = g_new(DrbdGateOv, 1);
 
     *pending = (DrbdGateOv) {
@@ -350,7 +354,7 @@ static void drbd_verify_reserve(DrbdOvSend *os)
     os->out.id = ++os->peer->ov_next_id;
     g_hash_table_insert(os->peer->ov_pending,
                         g_memdup2(&os->out.id, sizeof(os->out.id)), pending);
-    s->conn.verify->inflight++;
+    conn->verify->inflight++;
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -363,6 +367,7 @@ static void coroutine_fn drbd_verify_send(DrbdOvSend *os)
 {
     DrbdPeer *peer = os->peer;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     Error *err = NULL;
     int ret;
 
@@ -381,7 +386,7 @@ static void coroutine_fn drbd_verify_send(DrbdOvSend *os)
         DrbdVerify *v;
 
         qemu_mutex_lock(&s->lock);
-        v = s->conn.verify;
+        v = conn->verify;
         /* A lost connection may have counted it out already */
         if (g_hash_table_remove(peer->ov_pending, &os->out.id)) {
             v->inflight--;
@@ -401,11 +406,12 @@ static void coroutine_fn drbd_verify_send_co(void *opaque)
     DrbdOvSend *os = opaque;
     DrbdPeer *peer = os->peer;
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
 
     drbd_verify_send(os);
     g_free(os);
     qemu_mutex_lock(&s->lock);
-    s->conn.verify->sending--;
+    conn->verify->sending--;
     qemu_mutex_unlock(&s->lock);
     drbd_verify_wake(peer, &peer->ov_waiter);
     drbd_peer_put(peer);
@@ -448,18 +454,19 @@ static void coroutine_fn drbd_verify_resync_co(void *opaque)
 static bool drbd_verify_start_resync(DrbdPeer *peer, uint64_t bytes)
 {
     BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
     bool primary, connected;
 
     qemu_mutex_lock(&s->lock);
     primary = s->role == DRBD_ROLE_PRIMARY;
     connected = !qatomic_read(&peer->broken) &&
-                s->conn.cstate == DRBD_CONN_STATE_CONNECTED;
+                conn->cstate == DRBD_CONN_STATE_CONNECTED;
     qemu_mutex_unlock(&s->lock);
     if (!connected) {
         return false;
     }
     if (primary) {
-        drbd_set_state(s, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
+        drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
                        DRBD_DISK_STATE_INCONSISTENT,
                        "verify found out-of-sync blocks");
         drbd_peer_spawn(peer, drbd_verify_resync_co, peer);
@@ -475,7 +482,8 @@ static void coroutine_fn drbd_verify_co(void *opaque)
 {
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
-    DrbdVerify *v = s->conn.verify;
+    DrbdConnection *conn = peer->conn;
+    DrbdVerify *v = conn->verify;
     DrbdRangeList *ranges;
     bool resynced = false;
 
@@ -505,11 +513,11 @@ static void coroutine_fn drbd_verify_co(void *opaque)
             v->error = g_strdup_printf("the connection was lost: %s",
                                        peer->broken_reason);
         } else if (!v->error && (s->role != v->role ||
-                                 s->conn.peer_role != v->peer_role)) {
+                                 conn->peer_role != v->peer_role)) {
             v->error = g_strdup("the roles changed during the verify: run "
                                 "it again");
         }
-        anchor = drbd_verify_source_anchors(s);
+        anchor = drbd_verify_source_anchors(conn);
         qemu_mutex_unlock(&s->lock);
         if (v->error) {
             break;
@@ -571,7 +579,7 @@ static void coroutine_fn drbd_verify_co(void *opaque)
 
     if (v->out_of_sync) {
         /* The marks are the bitmap's: on disk like any other */
-        drbd_md_sync_co(s);
+        drbd_co_md_sync(s, false);
         error_report("drbd node '%s': verify found %" PRIu64 " bytes out "
                      "of sync in [%" PRIu64 ", %" PRIu64 ")", drbd_name(s),
                      v->out_of_sync, v->start, v->end);
@@ -583,7 +591,7 @@ static void coroutine_fn drbd_verify_co(void *opaque)
 
     /* Gone from query-drbd when the event is seen; a new one may start */
     qemu_mutex_lock(&s->lock);
-    s->conn.verify = NULL;
+    conn->verify = NULL;
     if (v->job) {
         drbd_job_verify_done_locked(v->job, v->error);
     }
@@ -604,11 +612,13 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
                       bool has_length, uint64_t length, bool resync,
                       Error **errp)
 {
+    /* With the one peer (see drbd_conn()) */
+    DrbdConnection *conn = drbd_conn(s);
     DrbdPeer *peer;
     DrbdVerify *v;
     DrbdJob *job;
 
-    if (s->conn.verify_alg == DRBD_DIGEST_NONE) {
+    if (conn->verify_alg == DRBD_DIGEST_NONE) {
         error_setg(errp, "drbd node '%s' has no verify-alg: set one, the "
                    "same on both nodes", drbd_name(s));
         return -EINVAL;
@@ -632,20 +642,20 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
     }
 
     qemu_mutex_lock(&s->lock);
-    peer = drbd_peer_get_locked(s);
-    if (!peer || s->conn.cstate != DRBD_CONN_STATE_CONNECTED) {
+    peer = drbd_peer_get_locked(conn);
+    if (!peer || conn->cstate != DRBD_CONN_STATE_CONNECTED) {
         error_setg(errp, "drbd node '%s' is %s: verify needs a connected "
                    "peer and no resync running", drbd_name(s),
-                   DrbdConnState_str(s->conn.cstate));
-    } else if (s->detached || drbd_disk_detached(s->conn.peer_disk)) {
+                   DrbdConnState_str(conn->cstate));
+    } else if (s->detached || drbd_disk_detached(conn->peer_disk)) {
         error_setg(errp, "drbd node '%s': verify compares two disks, and "
                    "%s none", drbd_name(s),
                    s->detached ? "this node has" : "its peer has");
-    } else if (s->conn.verify) {
+    } else if (conn->verify) {
         error_setg(errp, "drbd node '%s' runs a verify already",
                    drbd_name(s));
     } else if (resync && s->role != DRBD_ROLE_PRIMARY &&
-               s->conn.peer_role != DRBD_ROLE_PRIMARY) {
+               conn->peer_role != DRBD_ROLE_PRIMARY) {
         error_setg(errp, "drbd node '%s': resync after verify needs a "
                    "primary to resync from; promote one, or verify without "
                    "resync", drbd_name(s));
@@ -656,11 +666,11 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
         v->end = start + length;
         v->resync = resync;
         v->role = s->role;
-        v->peer_role = s->conn.peer_role;
+        v->peer_role = conn->peer_role;
         v->found = hbitmap_alloc(length, DRBD_BM_GRANULARITY);
         drbd_pace_marks_start(&v->marks,
                               qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
-        s->conn.verify = v;
+        conn->verify = v;
         qemu_mutex_unlock(&s->lock);
         trace_drbd_verify_start(s->bs, start, length, resync);
         /* Its job first: the verify writes its end into it */
