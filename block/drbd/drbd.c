@@ -141,21 +141,16 @@ static bool drbd_addr_type_ok(const SocketAddress *addr)
            addr->type == SOCKET_ADDRESS_TYPE_UNIX;
 }
 
-static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
-                              Error **errp)
+/*
+ * The options of the connection to one peer: its node id and address,
+ * protocol, timeouts, buffers, resync pacing, after-sb policies and
+ * security (DRBD's "net" section, and the resync's part of "disk")
+ */
+static int drbd_apply_conn_options(DrbdConnection *conn,
+                                   BlockdevOptionsDrbd *o, Error **errp)
 {
-    DrbdConnection *conn;
+    BDRVDrbdState *s = conn->s;
 
-    s->resource = g_strdup(o->resource ?: "r0");
-    if (!s->resource[0] || strlen(s->resource) > DRBD_RESOURCE_NAME_MAX) {
-        error_setg(errp, "resource must have 1 to %d characters",
-                   DRBD_RESOURCE_NAME_MAX);
-        return -EINVAL;
-    }
-    s->node_id = o->has_node_id ? o->node_id : 0;
-    conn = drbd_conn_new(s, o->has_peer_node_id ? o->peer_node_id :
-                            (s->node_id == 0 ? 1 : 0));
-    s->conns[s->nr_conns++] = conn;
     if (s->node_id > 31 || conn->peer_node_id > 31) {
         error_setg(errp, "node-id and peer-node-id must be 0 to 31");
         return -EINVAL;
@@ -166,22 +161,7 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         error_append_hint(errp, "Give each node of a pair its own id.\n");
         return -EINVAL;
     }
-    /* auto starts as a secondary, and promotes itself for a writer */
-    s->auto_promote = !o->has_role || o->role == DRBD_ROLE_OPTION_AUTO;
-    s->role = o->has_role && o->role == DRBD_ROLE_OPTION_PRIMARY ?
-              DRBD_ROLE_PRIMARY : DRBD_ROLE_SECONDARY;
     conn->protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
-    s->on_io_error = o->has_on_io_error ? o->on_io_error :
-                     DRBD_ON_IO_ERROR_DETACH;
-    if (o->has_disk_timeout && o->disk_timeout > DRBD_MAX_DISK_TIMEOUT_MS) {
-        error_setg(errp, "disk-timeout must be at most %d ms",
-                   DRBD_MAX_DISK_TIMEOUT_MS);
-        return -EINVAL;
-    }
-    s->disk_timeout_ns = (uint64_t)(o->has_disk_timeout ? o->disk_timeout :
-                                    0) * SCALE_MS;
-    s->read_balancing = o->has_read_balancing ? o->read_balancing :
-                        DRBD_READ_BALANCING_PREFER_LOCAL;
     /*
      * A connection is made again and again, from an address: a file
      * descriptor would be used once and then closed (and the number
@@ -212,7 +192,7 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
     conn->max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
-                        DRBD_DEFAULT_MAX_EPOCH_SIZE;
+                           DRBD_DEFAULT_MAX_EPOCH_SIZE;
     if (!conn->max_epoch_size) {
         error_setg(errp, "max-epoch-size must not be 0");
         return -EINVAL;
@@ -241,6 +221,45 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     if (!drbd_pace_params_check(&conn->pace, errp)) {
         return -EINVAL;
     }
+    if (drbd_apply_after_sb(0, o->has_after_sb_0pri, o->after_sb_0pri,
+                            &conn->sb_cfg.after_sb_0pri, errp) < 0 ||
+        drbd_apply_after_sb(1, o->has_after_sb_1pri, o->after_sb_1pri,
+                            &conn->sb_cfg.after_sb_1pri, errp) < 0 ||
+        drbd_apply_after_sb(2, o->has_after_sb_2pri, o->after_sb_2pri,
+                            &conn->sb_cfg.after_sb_2pri, errp) < 0) {
+        return -EINVAL;
+    }
+    return drbd_secure_open(conn, o, errp);
+}
+
+/* The node's options, then its connection's (one peer, for now) */
+static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
+                              Error **errp)
+{
+    DrbdConnection *conn;
+
+    s->resource = g_strdup(o->resource ?: "r0");
+    if (!s->resource[0] || strlen(s->resource) > DRBD_RESOURCE_NAME_MAX) {
+        error_setg(errp, "resource must have 1 to %d characters",
+                   DRBD_RESOURCE_NAME_MAX);
+        return -EINVAL;
+    }
+    s->node_id = o->has_node_id ? o->node_id : 0;
+    /* auto starts as a secondary, and promotes itself for a writer */
+    s->auto_promote = !o->has_role || o->role == DRBD_ROLE_OPTION_AUTO;
+    s->role = o->has_role && o->role == DRBD_ROLE_OPTION_PRIMARY ?
+              DRBD_ROLE_PRIMARY : DRBD_ROLE_SECONDARY;
+    s->on_io_error = o->has_on_io_error ? o->on_io_error :
+                     DRBD_ON_IO_ERROR_DETACH;
+    if (o->has_disk_timeout && o->disk_timeout > DRBD_MAX_DISK_TIMEOUT_MS) {
+        error_setg(errp, "disk-timeout must be at most %d ms",
+                   DRBD_MAX_DISK_TIMEOUT_MS);
+        return -EINVAL;
+    }
+    s->disk_timeout_ns = (uint64_t)(o->has_disk_timeout ? o->disk_timeout :
+                                    0) * SCALE_MS;
+    s->read_balancing = o->has_read_balancing ? o->read_balancing :
+                        DRBD_READ_BALANCING_PREFER_LOCAL;
     if (o->resync_after) {
         BlockDriverState *other = bdrv_find_node(o->resync_after);
 
@@ -254,15 +273,6 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         if (!drbd_resync_after_check(s, errp)) {
             return -EINVAL;
         }
-    }
-
-    if (drbd_apply_after_sb(0, o->has_after_sb_0pri, o->after_sb_0pri,
-                            &conn->sb_cfg.after_sb_0pri, errp) < 0 ||
-        drbd_apply_after_sb(1, o->has_after_sb_1pri, o->after_sb_1pri,
-                            &conn->sb_cfg.after_sb_1pri, errp) < 0 ||
-        drbd_apply_after_sb(2, o->has_after_sb_2pri, o->after_sb_2pri,
-                            &conn->sb_cfg.after_sb_2pri, errp) < 0) {
-        return -EINVAL;
     }
 
     s->meta_disk = o->has_meta_disk ? o->meta_disk :
@@ -280,7 +290,11 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                           "external) to use the 'meta' child.\n");
         return -EINVAL;
     }
-    return drbd_secure_open(conn, o, errp);
+
+    conn = drbd_conn_new(s, o->has_peer_node_id ? o->peer_node_id :
+                            (s->node_id == 0 ? 1 : 0));
+    s->conns[s->nr_conns++] = conn;
+    return drbd_apply_conn_options(conn, o, errp);
 }
 
 static void drbd_free_state(BDRVDrbdState *s)
