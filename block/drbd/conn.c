@@ -553,7 +553,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     drbd_uuids_get_locked(s, &u);
     new_generation = drbd_uuid_peer_disk_lost(&u,
                                               s->role == DRBD_ROLE_PRIMARY ||
-                                              s->md_primary_pending,
+                                              s->md.primary_pending,
                                               drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);

@@ -381,6 +381,32 @@ struct DrbdConnection {
  * fixed at open.
  */
 
+/*
+ * The metadata on disk (meta.c): none if @child is NULL.  Under s->lock,
+ * except @child, which changes in the main loop only (open, reopen,
+ * drbd-attach, with the node drained), and @failed, set under the lock
+ * and read with qatomic_read() where the lock is not held.
+ */
+typedef struct DrbdMeta {
+    BdrvChild *child;           /* bs->file or s->meta */
+    bool writable;              /* the node may write its metadata */
+    bool failed;                /* a metadata write failed */
+    bool reopen_closed;         /* a reopen read-only left it clean */
+    bool primary_pending;       /* becoming primary: say so on disk */
+    uint64_t seq;               /* superblock snapshots taken */
+    uint64_t seq_written;       /* the newest of them on disk */
+    uint64_t sb_offset;
+    DrbdSuperblock sb;          /* as it is to be written next */
+    unsigned long *bm_dirty;    /* on-disk bitmap blocks changed */
+    /* The activity log */
+    DrbdAlCache *al;            /* its hot extents */
+    uint64_t al_tr_number;      /* the last transaction written */
+    bool al_writing;            /* a transaction is being written */
+    CoQueue al_queue;           /* begins waiting for a transaction */
+    uint32_t al_recovered;      /* extents marked after an unclean stop */
+    bool al_damaged;            /* the AL ring could not be recovered */
+} DrbdMeta;
+
 struct BDRVDrbdState {
     BlockDriverState *bs;
     QLIST_ENTRY(BDRVDrbdState) next;    /* the process's (state.c) */
@@ -493,28 +519,10 @@ struct BDRVDrbdState {
     GSList *chunk_bufs;
     unsigned chunk_bufs_kept;
 
-    /*
-     * Metadata (meta.c): none if md_child is NULL.  md is the superblock
-     * as it is to be written next.
-     */
+    /* Metadata options and children, set at open and by drbd-attach */
     DrbdMetaDisk meta_disk;
     BdrvChild *meta;            /* the external metadata child, if any */
-    BdrvChild *md_child;        /* bs->file or meta */
-    bool md_writable;           /* the node may write its metadata */
-    bool md_failed;             /* a metadata write failed */
-    bool md_reopen_closed;      /* a reopen read-only left it clean */
-    bool md_primary_pending;    /* becoming primary: say so on disk */
-    uint64_t md_seq;            /* superblock snapshots taken */
-    uint64_t md_seq_written;    /* the newest of them on disk */
-    uint64_t md_sb_offset;
-    DrbdSuperblock md;
-    unsigned long *bm_dirty;    /* on-disk bitmap blocks changed */
-    DrbdAlCache *al;            /* the activity log's hot extents */
-    uint64_t al_tr_number;      /* the last transaction written */
-    bool al_writing;            /* a transaction is being written */
-    CoQueue al_queue;           /* begins waiting for a transaction */
-    uint32_t al_recovered;      /* extents marked after an unclean stop */
-    bool al_damaged;            /* the AL ring could not be recovered */
+    DrbdMeta md;                /* meta.c's */
 
     /* Guest writes and resync reads in flight, for overlap checks */
     CoMutex reqs_lock;

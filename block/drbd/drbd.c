@@ -385,7 +385,7 @@ static void drbd_open_as_primary(BDRVDrbdState *s)
     DrbdUuids u;
 
     s->disk = DRBD_DISK_STATE_UP_TO_DATE;
-    if (s->md_child && !s->md_writable) {
+    if (s->md.child && !s->md.writable) {
         return;     /* a read-only look at the image shows it as it is */
     }
     drbd_uuids_get_locked(s, &u);
@@ -426,7 +426,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_mutex_init(&s->lock);
     qemu_co_mutex_init(&s->reqs_lock);
     qemu_co_queue_init(&s->drain_queue);
-    qemu_co_queue_init(&s->al_queue);
+    qemu_co_queue_init(&s->md.al_queue);
     drbd_auto_init(s);
     s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
     s->disk_error_bh = aio_bh_new(qemu_get_aio_context(),
@@ -506,7 +506,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
      * DRBD's forced promotion).
      */
     s->disk = DRBD_DISK_STATE_UP_TO_DATE;
-    s->md_writable = (flags & BDRV_O_RDWR) && !(flags & BDRV_O_INACTIVE);
+    s->md.writable = (flags & BDRV_O_RDWR) && !(flags & BDRV_O_INACTIVE);
     if (drbd_replicates(s) && (flags & BDRV_O_RDWR) &&
         (flags & BDRV_O_INACTIVE)) {
         /*
@@ -520,18 +520,18 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         if (ret < 0) {
             goto fail;
         }
-        s->md_writable = true;
+        s->md.writable = true;
     }
     if (s->meta_disk == DRBD_META_DISK_NONE) {
         s->size = size;
         s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
         /* No history: the data counts as a fresh image's */
-        s->md.uuid_current = DRBD_UUID_ZEROED;
+        s->md.sb.uuid_current = DRBD_UUID_ZEROED;
         if (s->role == DRBD_ROLE_PRIMARY) {
             drbd_open_as_primary(s);
         }
     } else {
-        s->md_child = s->meta_disk == DRBD_META_DISK_EXTERNAL ? s->meta :
+        s->md.child = s->meta_disk == DRBD_META_DISK_EXTERNAL ? s->meta :
                       bs->file;
         bdrv_graph_rdlock_main_loop();
         ret = drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
@@ -539,20 +539,20 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
         if (ret == 0 && s->role == DRBD_ROLE_PRIMARY) {
             drbd_open_as_primary(s);
         }
-        if (ret == 0 && s->md_writable) {
+        if (ret == 0 && s->md.writable) {
             ret = drbd_md_open_commit(s, errp);
         }
         bdrv_graph_rdunlock_main_loop();
         if (ret < 0) {
             goto fail;
         }
-        if (s->al_recovered && s->md_writable) {
+        if (s->md.al_recovered && s->md.writable) {
             warn_report("drbd node '%s' (resource %s) was not closed "
                         "cleanly: the %" PRIu32 " extents of its activity "
                         "log (%" PRIu64 " MiB) are marked out of sync",
                         drbd_name(s), s->resource,
-                        s->al_recovered,
-                        (uint64_t)s->al_recovered * DRBD_AL_EXTENT_SIZE /
+                        s->md.al_recovered,
+                        (uint64_t)s->md.al_recovered * DRBD_AL_EXTENT_SIZE /
                         MiB);
         }
     }
@@ -603,7 +603,7 @@ static void drbd_close(BlockDriverState *bs)
     /* The close demotes, if need be: not a demotion of its own later */
     qemu_bh_cancel(s->auto_demote_bh);
     qemu_bh_cancel(s->disk_error_bh);
-    if (!s->md_failed || qatomic_read(&s->detached)) {
+    if (!s->md.failed || qatomic_read(&s->detached)) {
         Error *local_err = NULL;
 
         /*
@@ -848,7 +848,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     req = drbd_tl_submit_locked(s, peer ? conn : NULL, offset, bytes,
                                 drbd_req_initial_state(conn->protocol,
                                     diskless || (flags & BDRV_REQ_FUA)),
-                                s->al && !diskless);
+                                s->md.al && !diskless);
     qatomic_inc(&s->ap);
     qatomic_add(&s->lo, !diskless);
     qemu_mutex_unlock(&s->lock);
@@ -944,8 +944,8 @@ static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     s->meta_disk = DRBD_META_DISK_NONE;
     s->size = o->size;
     s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
-    s->md.uuid_current = DRBD_UUID_ZEROED;
-    s->md_writable = false;
+    s->md.sb.uuid_current = DRBD_UUID_ZEROED;
+    s->md.writable = false;
     s->detached = true;
     s->disk = DRBD_DISK_STATE_DISKLESS;
     /* The peer does what its disk can: FUA, and unmapping zeroes */
@@ -1194,7 +1194,7 @@ static void GRAPH_RDLOCK drbd_refresh_limits(BlockDriverState *bs,
                                             DRBD_WIRE_MAX_ZEROES);
     bs->bl.max_pdiscard = MIN_NON_ZERO(bs->bl.max_pdiscard,
                                        DRBD_WIRE_MAX_ZEROES);
-    if (s->al) {
+    if (s->md.al) {
         /* A write's extents must fit in the activity log at once */
         bs->bl.max_pwrite_zeroes = MIN(bs->bl.max_pwrite_zeroes,
                                        drbd_al_max_request(s));
@@ -1310,12 +1310,12 @@ static void drbd_unpark(BDRVDrbdState *s)
  */
 static int GRAPH_RDLOCK drbd_md_resume(BDRVDrbdState *s, Error **errp)
 {
-    if (!s->md_child || s->md_writable) {
+    if (!s->md.child || s->md.writable) {
         return 0;
     }
-    s->md_writable = true;
+    s->md.writable = true;
     if (drbd_md_open_commit(s, errp) < 0) {
-        s->md_writable = false;
+        s->md.writable = false;
         return -EIO;
     }
     return 0;
@@ -1392,11 +1392,11 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
             s->unpark_source = g_idle_add(drbd_unpark_idle, s);
         }
     }
-    if (s->md_child && s->md_writable) {
+    if (s->md.child && s->md.writable) {
         drbd_md_close(s);
-        s->md_writable = false;
+        s->md.writable = false;
     }
-    return s->md_failed ? -EIO : 0;
+    return s->md.failed ? -EIO : 0;
 }
 
 /*
@@ -1409,7 +1409,7 @@ static int GRAPH_RDLOCK drbd_md_reactivate(BlockDriverState *bs,
     BDRVDrbdState *s = bs->opaque;
     int64_t len;
 
-    if (!s->md_child || s->md_writable) {
+    if (!s->md.child || s->md.writable) {
         return 0;
     }
     len = bdrv_getlength(bs->file->bs);
@@ -1420,24 +1420,24 @@ static int GRAPH_RDLOCK drbd_md_reactivate(BlockDriverState *bs,
     }
     g_clear_pointer(&s->oos, hbitmap_free);
     drbd_md_free(s);
-    s->al_recovered = 0;
-    s->al_damaged = false;
-    s->md_failed = false;
+    s->md.al_recovered = 0;
+    s->md.al_damaged = false;
+    s->md.failed = false;
     if (drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
                      DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, len, errp) < 0) {
-        s->md_failed = true;    /* nothing could record the writes */
+        s->md.failed = true;    /* nothing could record the writes */
         if (!s->oos) {
             s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
         }
         drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
         return -EIO;
     }
-    s->md_writable = true;
+    s->md.writable = true;
     if (s->role == DRBD_ROLE_PRIMARY) {
         drbd_open_as_primary(s);
     }
     if (drbd_md_open_commit(s, errp) < 0) {
-        s->md_writable = false;
+        s->md.writable = false;
         return -EIO;
     }
     return 0;
@@ -1608,7 +1608,7 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
                    "become read-only", drbd_name(s));
         return -EINVAL;
     }
-    if (s->md_child && s->md_writable && !(state->flags & BDRV_O_RDWR)) {
+    if (s->md.child && s->md.writable && !(state->flags & BDRV_O_RDWR)) {
         /*
          * Read-only from the commit on, when the children have lost their
          * write permission already: leave the metadata clean now (the
@@ -1624,7 +1624,7 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
                              "its metadata clean", drbd_name(s));
             return ret;
         }
-        s->md_reopen_closed = true;
+        s->md.reopen_closed = true;
     }
     return 0;
 }
@@ -1638,9 +1638,9 @@ static void GRAPH_UNLOCKED drbd_reopen_commit(BDRVReopenState *state)
     Error *local_err = NULL;
 
     GRAPH_RDLOCK_GUARD_MAINLOOP();
-    if (s->md_reopen_closed) {
-        s->md_reopen_closed = false;
-        s->md_writable = false;
+    if (s->md.reopen_closed) {
+        s->md.reopen_closed = false;
+        s->md.writable = false;
     } else if (writable && drbd_md_reactivate(bs, &local_err) < 0) {
         error_reportf_err(local_err, "drbd node '%s': ", drbd_name(s));
     }
@@ -1653,10 +1653,10 @@ static void GRAPH_UNLOCKED drbd_reopen_abort(BDRVReopenState *state)
     Error *local_err = NULL;
 
     GRAPH_RDLOCK_GUARD_MAINLOOP();
-    if (s->md_reopen_closed) {
-        s->md_reopen_closed = false;
+    if (s->md.reopen_closed) {
+        s->md.reopen_closed = false;
         if (drbd_md_open_commit(s, &local_err) < 0) {
-            s->md_failed = true;
+            s->md.failed = true;
             error_reportf_err(local_err, "drbd node '%s': ",
                               drbd_name(s));
             drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
@@ -1676,7 +1676,7 @@ drbd_get_specific_info(BlockDriverState *bs, Error **errp)
     BDRVDrbdState *s = bs->opaque;
     ImageInfoSpecific *info;
 
-    if (!s->md_child) {
+    if (!s->md.child) {
         return NULL;
     }
     info = g_new0(ImageInfoSpecific, 1);
@@ -1927,9 +1927,9 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     const char *name = drbd_name(s);
     uint64_t size = s->size;
     /* What a refused disk's metadata must not leave behind */
-    DrbdSuperblock md = s->md;
-    uint64_t md_sb_offset = s->md_sb_offset;
-    uint64_t al_tr_number = s->al_tr_number;
+    DrbdSuperblock md = s->md.sb;
+    uint64_t md_sb_offset = s->md.sb_offset;
+    uint64_t al_tr_number = s->md.al_tr_number;
     DrbdPeer *peer;
     DrbdUuids u;
     unsigned i;
@@ -2005,8 +2005,8 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     } else {
         g_clear_pointer(&s->oos, hbitmap_free);
         drbd_md_free(s);
-        s->al_recovered = 0;
-        s->al_damaged = false;
+        s->md.al_recovered = 0;
+        s->md.al_damaged = false;
         ret = drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
                            DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, len, errp);
         if (ret == 0 && s->size != size) {
@@ -2021,11 +2021,11 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
             /* Still detached, as before: nothing of the new disk stays */
             drbd_md_free(s);
             s->size = size;
-            s->md = md;
-            s->md_sb_offset = md_sb_offset;
-            s->al_tr_number = al_tr_number;
-            s->al_recovered = 0;
-            s->al_damaged = false;
+            s->md.sb = md;
+            s->md.sb_offset = md_sb_offset;
+            s->md.al_tr_number = al_tr_number;
+            s->md.al_recovered = 0;
+            s->md.al_damaged = false;
             qemu_mutex_lock(&s->lock);
             s->disk = DRBD_DISK_STATE_DISKLESS;
             qemu_mutex_unlock(&s->lock);
@@ -2047,15 +2047,15 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     drbd_uuids_get_locked(s, &u);
     drbd_uuid_init(&u);
     drbd_uuids_set_locked(s, &u);
-    s->md_failed = false;
-    s->md_writable = s->meta_disk != DRBD_META_DISK_NONE;
+    s->md.failed = false;
+    s->md.writable = s->meta_disk != DRBD_META_DISK_NONE;
     s->no_peer_reported = false;
     s->pass_on_reported = false;
     qatomic_set(&s->detached, false);
     qemu_mutex_unlock(&s->lock);
     drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_INCONSISTENT, -1, -1,
                    "a disk was attached: full resync from the peer");
-    if (s->md_writable) {
+    if (s->md.writable) {
         ret = drbd_md_open_commit(s, errp);
     }
     bdrv_graph_rdunlock_main_loop();

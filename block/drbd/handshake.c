@@ -360,7 +360,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->hs_uuids = o->peer_uuids;
     conn->discard_my_data = false;
-    s->md.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+    s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
     drbd_uuids_set_locked(s, &o->self_uuids);
     if (d == DRBD_SYNC_NONE && o->rule != 0 &&
         s->role != DRBD_ROLE_PRIMARY) {
@@ -450,7 +450,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     self = (DrbdHandshakeSide) {
         .disk = drbd_hs_disk(s->disk),
         .primary = s->role == DRBD_ROLE_PRIMARY,
-        .crashed_primary = s->md.flags & DRBD_MDF_CRASHED_PRIMARY,
+        .crashed_primary = s->md.sb.flags & DRBD_MDF_CRASHED_PRIMARY,
         .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
         .discard_my_data = conn->discard_my_data,
     };

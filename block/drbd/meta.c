@@ -56,12 +56,12 @@ static void drbd_bm_dirty_locked(BDRVDrbdState *s, uint64_t offset,
 {
     uint64_t first, last;
 
-    if (!s->md_child || !bytes) {
+    if (!s->md.child || !bytes) {
         return;
     }
     first = offset / DRBD_BM_BLOCK_SPAN;
     last = (offset + bytes - 1) / DRBD_BM_BLOCK_SPAN;
-    bitmap_set(s->bm_dirty, first, last - first + 1);
+    bitmap_set(s->md.bm_dirty, first, last - first + 1);
 }
 
 /*
@@ -122,7 +122,7 @@ static int GRAPH_RDLOCK
 drbd_md_write_block(BDRVDrbdState *s, uint64_t offset, const uint8_t *buf,
                     BdrvRequestFlags flags)
 {
-    int ret = bdrv_pwrite(s->md_child, offset, DRBD_MD_BLOCK_SIZE, buf,
+    int ret = bdrv_pwrite(s->md.child, offset, DRBD_MD_BLOCK_SIZE, buf,
                           flags);
 
     trace_drbd_md_write(s->bs, offset, ret);
@@ -138,17 +138,17 @@ drbd_md_write_block(BDRVDrbdState *s, uint64_t offset, const uint8_t *buf,
 static void drbd_md_failed_locked(BDRVDrbdState *s, int ret,
                                   const char *what)
 {
-    if (!s->md_failed) {
+    if (!s->md.failed) {
         error_report("drbd node '%s' (resource %s): writing the %s to its "
                      "metadata failed: %s", drbd_name(s), s->resource, what,
                      strerror(-ret));
-        s->md_failed = true;
+        s->md.failed = true;
     }
 }
 
 static void drbd_md_report_failure(BDRVDrbdState *s)
 {
-    if (qatomic_read(&s->md_failed)) {
+    if (qatomic_read(&s->md.failed)) {
         drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
     }
 }
@@ -168,7 +168,7 @@ static void drbd_md_failed(BDRVDrbdState *s, int ret, const char *what)
 static int GRAPH_RDLOCK
 drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
 {
-    g_autofree uint8_t *buf = qemu_blockalign(s->md_child->bs,
+    g_autofree uint8_t *buf = qemu_blockalign(s->md.child->bs,
                                               DRBD_MD_BM_BLOCK_SIZE);
     uint64_t nblocks = DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN);
     uint64_t i, k;
@@ -177,19 +177,19 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
     for (k = 0; k < (blocks ? n : nblocks); k++) {
         i = blocks ? blocks[k] : k;
         qemu_mutex_lock(&s->lock);
-        if (!test_bit(i, s->bm_dirty)) {
+        if (!test_bit(i, s->md.bm_dirty)) {
             qemu_mutex_unlock(&s->lock);
             continue;
         }
         drbd_bm_block_serialize_locked(s, i, buf);
-        clear_bit(i, s->bm_dirty);
+        clear_bit(i, s->md.bm_dirty);
         qemu_mutex_unlock(&s->lock);
 
-        ret = drbd_md_write_block(s, s->md.bm_offset +
+        ret = drbd_md_write_block(s, s->md.sb.bm_offset +
                                   i * DRBD_MD_BM_BLOCK_SIZE, buf, 0);
         qemu_mutex_lock(&s->lock);
         if (ret < 0) {
-            set_bit(i, s->bm_dirty);
+            set_bit(i, s->md.bm_dirty);
             qemu_mutex_unlock(&s->lock);
             return ret;
         }
@@ -221,12 +221,12 @@ static int coroutine_fn drbd_bm_write_task_entry(AioTask *task)
     int ret;
 
     bdrv_graph_co_rdlock();
-    ret = drbd_md_write_block(s, s->md.bm_offset +
+    ret = drbd_md_write_block(s, s->md.sb.bm_offset +
                               t->block * DRBD_MD_BM_BLOCK_SIZE, t->buf, 0);
     bdrv_graph_co_rdunlock();
     qemu_mutex_lock(&s->lock);
     if (ret < 0) {
-        set_bit(t->block, s->bm_dirty);
+        set_bit(t->block, s->md.bm_dirty);
     } else {
         stat64_add(&s->bm_writes, 1);
     }
@@ -250,7 +250,7 @@ drbd_bm_co_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
         DrbdBmWriteTask *t;
 
         qemu_mutex_lock(&s->lock);
-        if (!test_bit(blocks[k], s->bm_dirty)) {
+        if (!test_bit(blocks[k], s->md.bm_dirty)) {
             qemu_mutex_unlock(&s->lock);
             continue;
         }
@@ -259,10 +259,10 @@ drbd_bm_co_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
             .task.func = drbd_bm_write_task_entry,
             .s = s,
             .block = blocks[k],
-            .buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BM_BLOCK_SIZE),
+            .buf = qemu_blockalign(s->md.child->bs, DRBD_MD_BM_BLOCK_SIZE),
         };
         drbd_bm_block_serialize_locked(s, blocks[k], t->buf);
-        clear_bit(blocks[k], s->bm_dirty);
+        clear_bit(blocks[k], s->md.bm_dirty);
         qemu_mutex_unlock(&s->lock);
 
         written++;
@@ -282,7 +282,7 @@ drbd_bm_co_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
  */
 static int GRAPH_RDLOCK drbd_md_write_sb(BDRVDrbdState *s)
 {
-    g_autofree uint8_t *buf = qemu_blockalign(s->md_child->bs,
+    g_autofree uint8_t *buf = qemu_blockalign(s->md.child->bs,
                                               DRBD_MD_BLOCK_SIZE);
     DrbdSuperblock sb;
     uint64_t seq;
@@ -290,12 +290,12 @@ static int GRAPH_RDLOCK drbd_md_write_sb(BDRVDrbdState *s)
 
 again:
     qemu_mutex_lock(&s->lock);
-    seq = ++s->md_seq;
-    sb = s->md;
-    sb.al_tr_number = s->al_tr_number;
+    seq = ++s->md.seq;
+    sb = s->md.sb;
+    sb.al_tr_number = s->md.al_tr_number;
     sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE |
                   DRBD_MDF_PRIMARY_IND);
-    if (s->role == DRBD_ROLE_PRIMARY || s->md_primary_pending) {
+    if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
         sb.flags |= DRBD_MDF_PRIMARY_IND;
     }
     if (s->disk == DRBD_DISK_STATE_UP_TO_DATE) {
@@ -308,17 +308,17 @@ again:
     }
     qemu_mutex_unlock(&s->lock);
     drbd_md_sb_encode(&sb, buf);
-    ret = drbd_md_write_block(s, s->md_sb_offset, buf, BDRV_REQ_FUA);
+    ret = drbd_md_write_block(s, s->md.sb_offset, buf, BDRV_REQ_FUA);
     if (ret < 0) {
         return ret;
     }
     qemu_mutex_lock(&s->lock);
-    if (s->md_seq_written > seq) {
+    if (s->md.seq_written > seq) {
         /* A newer snapshot landed before this older one */
         qemu_mutex_unlock(&s->lock);
         goto again;
     }
-    s->md_seq_written = seq;
+    s->md.seq_written = seq;
     qemu_mutex_unlock(&s->lock);
     return 0;
 }
@@ -326,7 +326,7 @@ again:
 /*
  * Write one activity-log transaction with the queued updates.  Entered
  * and left with s->lock held, by the one coroutine that set
- * s->al_writing.
+ * s->md.al_writing.
  */
 static int coroutine_fn GRAPH_RDLOCK
 drbd_al_write_transaction_locked(BDRVDrbdState *s)
@@ -334,7 +334,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     DrbdAlCacheUpdate upd[DRBD_AL_CACHE_MAX_UPDATES];
     uint64_t bm_blocks[DRBD_AL_CACHE_MAX_UPDATES + DRBD_AL_BM_AHEAD];
     uint32_t victims[DRBD_AL_BM_AHEAD];
-    g_autofree uint32_t *slots = g_new(uint32_t, s->md.al_extents);
+    g_autofree uint32_t *slots = g_new(uint32_t, s->md.sb.al_extents);
     g_autofree DrbdAlTransaction *tr = g_new0(DrbdAlTransaction, 1);
     g_autofree uint8_t *buf = NULL;
     const char *what = "activity log";
@@ -342,16 +342,16 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     uint32_t start, size;
     int ret;
 
-    n = drbd_al_cache_prepare(s->al, upd);
+    n = drbd_al_cache_prepare(s->md.al, upd);
     if (!n) {
         return 0;
     }
-    s->al_writing = true;
+    s->md.al_writing = true;
 
     /* The context: every slot's content after this transaction */
-    drbd_al_cache_slots(s->al, slots);
-    tr->tr_number = s->al_tr_number + 1;
-    tr->al_extents = s->md.al_extents;
+    drbd_al_cache_slots(s->md.al, slots);
+    tr->tr_number = s->md.al_tr_number + 1;
+    tr->al_extents = s->md.sb.al_extents;
     tr->n_updates = n;
     for (i = 0; i < n; i++) {
         tr->updates[i].slot = upd[i].slot;
@@ -368,7 +368,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
      * transaction needs neither a bitmap write nor a flush before it
      */
     if (nbm) {
-        unsigned nv = drbd_al_cache_next_victims(s->al, victims,
+        unsigned nv = drbd_al_cache_next_victims(s->md.al, victims,
                                                  DRBD_AL_BM_AHEAD);
 
         for (i = 0; i < nv; i++) {
@@ -376,12 +376,12 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
                                DRBD_BM_BLOCK_SPAN;
         }
     }
-    drbd_al_next_context(tr->tr_number, s->md.al_extents, s->md.al_blocks,
+    drbd_al_next_context(tr->tr_number, s->md.sb.al_extents, s->md.sb.al_blocks,
                          &start, &size);
     tr->context_start = start;
     tr->context_size = size;
     for (i = 0; i < size; i++) {
-        tr->context[i] = slots[(start + i) % s->md.al_extents];
+        tr->context[i] = slots[(start + i) % s->md.sb.al_extents];
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -389,32 +389,32 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
     ret = drbd_bm_co_write_blocks(s, bm_blocks, nbm);
     if (ret > 0) {
         nbm = ret;
-        ret = bdrv_co_flush(s->md_child->bs);
+        ret = bdrv_co_flush(s->md.child->bs);
     } else {
         nbm = 0;
     }
     if (ret < 0) {
         what = "bitmap of an evicted extent";
     } else {
-        buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BLOCK_SIZE);
+        buf = qemu_blockalign(s->md.child->bs, DRBD_MD_BLOCK_SIZE);
         drbd_al_tr_encode(tr, buf);
-        ret = drbd_md_write_block(s, s->md.al_offset +
-                                  (tr->tr_number % s->md.al_blocks) *
+        ret = drbd_md_write_block(s, s->md.sb.al_offset +
+                                  (tr->tr_number % s->md.sb.al_blocks) *
                                   DRBD_MD_BLOCK_SIZE, buf, BDRV_REQ_FUA);
     }
     trace_drbd_al_transaction(s->bs, tr->tr_number, n, nbm, ret);
 
     qemu_mutex_lock(&s->lock);
     if (ret < 0) {
-        drbd_al_cache_abort(s->al);
+        drbd_al_cache_abort(s->md.al);
         drbd_md_failed_locked(s, ret, what);
     } else {
-        drbd_al_cache_commit(s->al);
-        s->al_tr_number = tr->tr_number;
+        drbd_al_cache_commit(s->md.al);
+        s->md.al_tr_number = tr->tr_number;
         stat64_add(&s->al_writes, 1);
     }
-    s->al_writing = false;
-    qemu_co_queue_restart_all(&s->al_queue);
+    s->md.al_writing = false;
+    qemu_co_queue_restart_all(&s->md.al_queue);
     return ret;
 }
 
@@ -431,7 +431,7 @@ static bool drbd_al_all_hot_locked(BDRVDrbdState *s, uint32_t first,
     uint32_t e;
 
     for (e = first; e <= last; e++) {
-        if (!drbd_al_cache_is_hot(s->al, e)) {
+        if (!drbd_al_cache_is_hot(s->md.al, e)) {
             return false;
         }
     }
@@ -472,19 +472,19 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
     uint32_t first, last;
     int ret = 0;
 
-    if (!s->al) {
+    if (!s->md.al) {
         return 0;
     }
     drbd_al_range(offset, bytes, &first, &last);
 
     qemu_mutex_lock(&s->lock);
     for (;;) {
-        if (s->md_failed || !s->md_writable || s->detached) {
+        if (s->md.failed || !s->md.writable || s->detached) {
             /* A detached node's caller goes on without its disk */
             qemu_mutex_unlock(&s->lock);
             return -EIO;
         }
-        r = drbd_al_cache_begin_range(s->al, first, last);
+        r = drbd_al_cache_begin_range(s->md.al, first, last);
         if (r != DRBD_AL_BUSY) {
             break;
         }
@@ -492,18 +492,18 @@ drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes)
             qemu_mutex_unlock(&s->lock);
             return -EAGAIN;
         }
-        qemu_co_queue_wait(&s->al_queue, &s->lock);
+        qemu_co_queue_wait(&s->md.al_queue, &s->lock);
     }
 
     /* Our extents are hot, or queued: see that a transaction takes them */
     while (r != DRBD_AL_HOT && !drbd_al_all_hot_locked(s, first, last)) {
-        if (s->md_failed || s->detached) {
+        if (s->md.failed || s->detached) {
             /* The failed transaction dropped our references */
             ret = -EIO;
             break;
         }
-        if (s->al_writing) {
-            qemu_co_queue_wait(&s->al_queue, &s->lock);
+        if (s->md.al_writing) {
+            qemu_co_queue_wait(&s->md.al_queue, &s->lock);
         } else {
             drbd_al_write_transaction_locked(s);
         }
@@ -520,21 +520,21 @@ void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes)
 {
     uint32_t first, last;
 
-    if (!s->al || s->md_failed || s->detached) {
+    if (!s->md.al || s->md.failed || s->detached) {
         return;
     }
     drbd_al_range(offset, bytes, &first, &last);
-    drbd_al_cache_end_range(s->al, first, last);
-    qemu_co_queue_restart_all(&s->al_queue);
+    drbd_al_cache_end_range(s->md.al, first, last);
+    qemu_co_queue_restart_all(&s->md.al_queue);
 }
 
 /* The most bytes one write may span so that its extents fit one begin */
 int64_t drbd_al_max_request(BDRVDrbdState *s)
 {
-    if (!s->al) {
+    if (!s->md.al) {
         return 0;
     }
-    return (int64_t)(drbd_al_cache_max_range(s->al) - 1) *
+    return (int64_t)(drbd_al_cache_max_range(s->md.al) - 1) *
            DRBD_AL_EXTENT_SIZE;
 }
 
@@ -546,17 +546,17 @@ static int GRAPH_RDLOCK drbd_md_read(BDRVDrbdState *s, uint64_t offset,
                                      uint64_t bytes, uint8_t *buf,
                                      const char *what, Error **errp)
 {
-    int ret = bdrv_pread(s->md_child, offset, bytes, buf, 0);
+    int ret = bdrv_pread(s->md.child, offset, bytes, buf, 0);
 
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not read the drbd %s of '%s'",
-                         what, s->md_child->bs->filename);
+                         what, s->md.child->bs->filename);
     }
     return ret;
 }
 
 /*
- * Read and check the metadata of s->md_child, and set up the bitmap and
+ * Read and check the metadata of s->md.child, and set up the bitmap and
  * the activity log from it.  Writes nothing: drbd_md_open_commit() does,
  * once the whole open has succeeded.
  */
@@ -575,56 +575,56 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     uint32_t i;
     int ret;
 
-    len = bdrv_getlength(s->md_child->bs);
+    len = bdrv_getlength(s->md.child->bs);
     if (len < 0) {
         error_setg_errno(errp, -len, "Could not get the size of '%s'",
-                         s->md_child->bs->filename);
+                         s->md.child->bs->filename);
         return len;
     }
     if (drbd_md_sb_offset(placement, len, &sb_offset, errp) < 0) {
         goto not_drbd;
     }
-    sb_buf = qemu_blockalign(s->md_child->bs, DRBD_MD_BLOCK_SIZE);
+    sb_buf = qemu_blockalign(s->md.child->bs, DRBD_MD_BLOCK_SIZE);
     ret = drbd_md_read(s, sb_offset, DRBD_MD_BLOCK_SIZE, sb_buf,
                        "superblock", errp);
     if (ret < 0) {
         return ret;
     }
-    if (drbd_md_sb_decode(sb_buf, DRBD_MD_BLOCK_SIZE, &s->md, errp) < 0 ||
-        drbd_md_layout_check(&s->md, len, &layout, errp) < 0) {
+    if (drbd_md_sb_decode(sb_buf, DRBD_MD_BLOCK_SIZE, &s->md.sb, errp) < 0 ||
+        drbd_md_layout_check(&s->md.sb, len, &layout, errp) < 0) {
         goto not_drbd;
     }
-    if (s->md.placement != placement) {
+    if (s->md.sb.placement != placement) {
         error_setg(errp, "the metadata of '%s' is %s, but meta-disk is %s",
-                   s->md_child->bs->filename,
-                   s->md.placement == DRBD_MD_INTERNAL ? "internal" :
+                   s->md.child->bs->filename,
+                   s->md.sb.placement == DRBD_MD_INTERNAL ? "internal" :
                    "external", DrbdMetaDisk_str(s->meta_disk));
         return -EINVAL;
     }
-    if (placement == DRBD_MD_EXTERNAL && data_len < s->md.data_size) {
+    if (placement == DRBD_MD_EXTERNAL && data_len < s->md.sb.data_size) {
         error_setg(errp, "'%s' has %" PRId64 " bytes, less than the %"
                    PRIu64 " bytes of data its metadata describes",
-                   s->bs->file->bs->filename, data_len, s->md.data_size);
+                   s->bs->file->bs->filename, data_len, s->md.sb.data_size);
         return -EINVAL;
     }
-    s->md_sb_offset = sb_offset;
-    s->size = s->md.data_size;
-    s->disk = (s->md.flags & DRBD_MDF_WAS_UP_TO_DATE) ?
+    s->md.sb_offset = sb_offset;
+    s->size = s->md.sb.data_size;
+    s->disk = (s->md.sb.flags & DRBD_MDF_WAS_UP_TO_DATE) ?
               DRBD_DISK_STATE_UP_TO_DATE :
-              (s->md.flags & DRBD_MDF_CONSISTENT) ?
+              (s->md.sb.flags & DRBD_MDF_CONSISTENT) ?
               DRBD_DISK_STATE_CONSISTENT : DRBD_DISK_STATE_INCONSISTENT;
 
     /* The bitmap */
     s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
-    s->bm_dirty = bitmap_new(DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN) ?: 1);
+    s->md.bm_dirty = bitmap_new(DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN) ?: 1);
     if (s->size) {
-        bm_buf = qemu_try_blockalign(s->md_child->bs, layout.bm_bytes);
+        bm_buf = qemu_try_blockalign(s->md.child->bs, layout.bm_bytes);
         if (!bm_buf) {
             error_setg(errp, "Could not allocate %" PRIu64 " bytes for the "
                        "out-of-sync bitmap", layout.bm_bytes);
             return -ENOMEM;
         }
-        ret = drbd_md_read(s, s->md.bm_offset, layout.bm_bytes, bm_buf,
+        ret = drbd_md_read(s, s->md.sb.bm_offset, layout.bm_bytes, bm_buf,
                            "bitmap", errp);
         if (ret < 0) {
             return ret;
@@ -633,49 +633,49 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     }
 
     /* The activity log */
-    ring = qemu_blockalign(s->md_child->bs,
-                           (size_t)s->md.al_blocks * DRBD_MD_BLOCK_SIZE);
-    ret = drbd_md_read(s, s->md.al_offset,
-                       (uint64_t)s->md.al_blocks * DRBD_MD_BLOCK_SIZE, ring,
+    ring = qemu_blockalign(s->md.child->bs,
+                           (size_t)s->md.sb.al_blocks * DRBD_MD_BLOCK_SIZE);
+    ret = drbd_md_read(s, s->md.sb.al_offset,
+                       (uint64_t)s->md.sb.al_blocks * DRBD_MD_BLOCK_SIZE, ring,
                        "activity log", errp);
     if (ret < 0) {
         return ret;
     }
-    slots = g_new(uint32_t, s->md.al_extents);
+    slots = g_new(uint32_t, s->md.sb.al_extents);
     nextents = drbd_md_al_extent_count(s->size);
-    if (drbd_al_recover(ring, (size_t)s->md.al_blocks * DRBD_MD_BLOCK_SIZE,
-                        s->md.al_extents, s->md.al_blocks, slots, &last_tr,
-                        &found, &local_err) < 0) {
+    if (drbd_al_recover(ring, (size_t)s->md.sb.al_blocks * DRBD_MD_BLOCK_SIZE,
+                        s->md.sb.al_extents, s->md.sb.al_blocks, slots,
+                        &last_tr, &found, &local_err) < 0) {
         /* What the log covered is unknown: all of it is out of sync */
         warn_reportf_err(local_err, "drbd node '%s': ", drbd_name(s));
         error_printf("The whole device is marked out of sync.\n");
         local_err = NULL;
-        for (i = 0; i < s->md.al_extents; i++) {
+        for (i = 0; i < s->md.sb.al_extents; i++) {
             slots[i] = DRBD_AL_EXTENT_NONE;
         }
         drbd_oos_set_locked(s, 0, s->size);
         found = false;
-        s->al_damaged = true;
+        s->md.al_damaged = true;
     }
-    for (i = 0; i < s->md.al_extents; i++) {
+    for (i = 0; i < s->md.sb.al_extents; i++) {
         if (slots[i] != DRBD_AL_EXTENT_NONE && slots[i] >= nextents) {
             error_setg(errp, "the activity log of '%s' holds extent %" PRIu32
                        ", beyond the %" PRIu64 " extents of the device: "
-                       "the metadata is damaged", s->md_child->bs->filename,
+                       "the metadata is damaged", s->md.child->bs->filename,
                        slots[i], nextents);
             return -EINVAL;
         }
     }
-    s->al_tr_number = found ? last_tr : s->md.al_tr_number;
+    s->md.al_tr_number = found ? last_tr : s->md.sb.al_tr_number;
 
-    if (!(s->md.flags & DRBD_MDF_AL_CLEAN)) {
+    if (!(s->md.sb.flags & DRBD_MDF_AL_CLEAN)) {
         /*
          * The node stopped without closing: what the logged extents hold
          * may differ from the peer's, whichever way
          */
         uint32_t n = 0;
 
-        for (i = 0; i < s->md.al_extents; i++) {
+        for (i = 0; i < s->md.sb.al_extents; i++) {
             if (slots[i] != DRBD_AL_EXTENT_NONE) {
                 uint64_t off = (uint64_t)slots[i] * DRBD_AL_EXTENT_SIZE;
 
@@ -684,23 +684,23 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                 n++;
             }
         }
-        if (s->md.flags & DRBD_MDF_PRIMARY_IND) {
-            s->md.flags |= DRBD_MDF_CRASHED_PRIMARY;
+        if (s->md.sb.flags & DRBD_MDF_PRIMARY_IND) {
+            s->md.sb.flags |= DRBD_MDF_CRASHED_PRIMARY;
         }
 
-        s->al_recovered = n;
-        trace_drbd_al_recovered(s->bs, n, s->al_tr_number);
+        s->md.al_recovered = n;
+        trace_drbd_al_recovered(s->bs, n, s->md.al_tr_number);
     }
 
-    s->al = drbd_al_cache_new(s->md.al_extents);
-    if (drbd_al_cache_load(s->al, slots, errp) < 0) {
+    s->md.al = drbd_al_cache_new(s->md.sb.al_extents);
+    if (drbd_al_cache_load(s->md.al, slots, errp) < 0) {
         return -EINVAL;
     }
     return 0;
 
 not_drbd:
     error_prepend(errp, "'%s' holds no usable drbd metadata: ",
-                  s->md_child->bs->filename);
+                  s->md.child->bs->filename);
     error_append_hint(errp, "Create drbd images with 'qemu-img create -f "
                       "drbd', or open the node with meta-disk=none.\n");
     return -EINVAL;
@@ -714,38 +714,38 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
 {
     int ret;
 
-    if (s->al_damaged) {
+    if (s->md.al_damaged) {
         /*
          * Start the ring afresh, so that the damaged block is not read
          * again; the whole device's marks are on disk before that
          */
         ret = drbd_bm_write_blocks(s, NULL, 0);
         if (ret == 0) {
-            ret = bdrv_flush(s->md_child->bs);
+            ret = bdrv_flush(s->md.child->bs);
         }
         if (ret == 0) {
-            ret = bdrv_pwrite_zeroes(s->md_child, s->md.al_offset,
-                                     (int64_t)s->md.al_blocks *
+            ret = bdrv_pwrite_zeroes(s->md.child, s->md.sb.al_offset,
+                                     (int64_t)s->md.sb.al_blocks *
                                      DRBD_MD_BLOCK_SIZE, 0);
         }
         if (ret == 0) {
-            ret = bdrv_flush(s->md_child->bs);
+            ret = bdrv_flush(s->md.child->bs);
         }
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Could not reset the activity log "
-                             "of '%s'", s->md_child->bs->filename);
+                             "of '%s'", s->md.child->bs->filename);
             return ret;
         }
-        s->al_damaged = false;
+        s->md.al_damaged = false;
     }
 
     qemu_mutex_lock(&s->lock);
-    s->md.flags &= ~DRBD_MDF_AL_CLEAN;
+    s->md.sb.flags &= ~DRBD_MDF_AL_CLEAN;
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_write_sb(s);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not write the drbd superblock "
-                         "of '%s'", s->md_child->bs->filename);
+                         "of '%s'", s->md.child->bs->filename);
     }
     return ret;
 }
@@ -758,10 +758,10 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
  */
 static int drbd_md_writable(BDRVDrbdState *s)
 {
-    if (!s->md_child || !s->md_writable || qatomic_read(&s->detached)) {
+    if (!s->md.child || !s->md.writable || qatomic_read(&s->detached)) {
         return 1;
     }
-    return qatomic_read(&s->md_failed) ? -EIO : 0;
+    return qatomic_read(&s->md.failed) ? -EIO : 0;
 }
 
 /*
@@ -792,7 +792,7 @@ static int GRAPH_RDLOCK drbd_md_sync_all_locked_graph(BDRVDrbdState *s)
     }
     ret = drbd_bm_write_blocks(s, NULL, 0);
     if (ret == 0) {
-        ret = bdrv_flush(s->md_child->bs);
+        ret = bdrv_flush(s->md.child->bs);
     }
     if (ret < 0) {
         drbd_md_failed(s, ret, "bitmap");
@@ -878,7 +878,7 @@ void drbd_md_detached(BDRVDrbdState *s)
     int ret;
 
     GRAPH_RDLOCK_GUARD_MAINLOOP();
-    if (!s->md_child || !s->md_writable) {
+    if (!s->md.child || !s->md.writable) {
         return;
     }
     ret = drbd_md_write_sb(s);
@@ -903,11 +903,11 @@ int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
     }
     ret = drbd_bm_write_blocks(s, NULL, 0);
     if (ret == 0) {
-        ret = bdrv_flush(s->md_child->bs);
+        ret = bdrv_flush(s->md.child->bs);
     }
     if (ret == 0) {
         qemu_mutex_lock(&s->lock);
-        s->md.flags |= DRBD_MDF_AL_CLEAN;
+        s->md.sb.flags |= DRBD_MDF_AL_CLEAN;
         qemu_mutex_unlock(&s->lock);
         ret = drbd_md_write_sb(s);
     }
@@ -928,18 +928,18 @@ int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s)
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix)
 {
-    uint32_t n = s->al_recovered;
+    uint32_t n = s->md.al_recovered;
     int ret;
 
-    if (!s->md_child) {
+    if (!s->md.child) {
         return 0;
     }
-    res->image_end_offset = s->md_child == s->bs->file ?
-                            s->md_sb_offset + DRBD_MD_BLOCK_SIZE : s->size;
+    res->image_end_offset = s->md.child == s->bs->file ?
+                            s->md.sb_offset + DRBD_MD_BLOCK_SIZE : s->size;
     if (!n) {
         return 0;
     }
-    if (!(fix & BDRV_FIX_ERRORS) || !s->md_writable) {
+    if (!(fix & BDRV_FIX_ERRORS) || !s->md.writable) {
         fprintf(stderr, "ERROR the activity log holds %" PRIu32 " extents "
                 "(%" PRIu64 " MiB) of an unclean stop that are not marked "
                 "out of sync on disk yet\n", n,
@@ -951,7 +951,7 @@ drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix)
             "unclean stop marked out of sync\n", n);
     ret = drbd_bm_write_blocks(s, NULL, 0);
     if (ret == 0) {
-        ret = bdrv_co_flush(s->md_child->bs);
+        ret = bdrv_co_flush(s->md.child->bs);
     }
     if (ret < 0) {
         fprintf(stderr, "ERROR writing the bitmap: %s\n", strerror(-ret));
@@ -959,14 +959,14 @@ drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix)
         return ret;
     }
     res->corruptions_fixed += n;
-    s->al_recovered = 0;
+    s->md.al_recovered = 0;
     return 0;
 }
 
 void drbd_md_free(BDRVDrbdState *s)
 {
-    g_clear_pointer(&s->al, drbd_al_cache_free);
-    g_clear_pointer(&s->bm_dirty, g_free);
+    g_clear_pointer(&s->md.al, drbd_al_cache_free);
+    g_clear_pointer(&s->md.bm_dirty, g_free);
 }
 
 /*
@@ -1102,8 +1102,8 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
 
     qemu_mutex_lock(&s->lock);
     info->placement = s->meta_disk;
-    info->data_size = s->md.data_size;
-    flags_str = drbd_md_flags_str(s->md.flags);
+    info->data_size = s->md.sb.data_size;
+    flags_str = drbd_md_flags_str(s->md.sb.flags);
     flags = g_strsplit(flags_str, ",", -1);
     tail = &info->flags;
     for (i = 0; flags[i]; i++) {
@@ -1111,16 +1111,16 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
             QAPI_LIST_APPEND(tail, g_strdup(flags[i]));
         }
     }
-    info->device_uuid = drbd_uuid_hex(s->md.device_uuid);
-    info->current_uuid = drbd_uuid_hex(s->md.uuid_current);
-    info->bitmap_uuid = drbd_uuid_hex(s->md.uuid_bitmap);
+    info->device_uuid = drbd_uuid_hex(s->md.sb.device_uuid);
+    info->current_uuid = drbd_uuid_hex(s->md.sb.uuid_current);
+    info->bitmap_uuid = drbd_uuid_hex(s->md.sb.uuid_bitmap);
     tail = &info->history_uuids;
-    for (i = 0; i < ARRAY_SIZE(s->md.uuid_history); i++) {
-        QAPI_LIST_APPEND(tail, drbd_uuid_hex(s->md.uuid_history[i]));
+    for (i = 0; i < ARRAY_SIZE(s->md.sb.uuid_history); i++) {
+        QAPI_LIST_APPEND(tail, drbd_uuid_hex(s->md.sb.uuid_history[i]));
     }
     info->out_of_sync = hbitmap_count(s->oos);
-    info->al_extents = s->md.al_extents;
-    info->al_active = s->al ? drbd_al_cache_nr_hot(s->al) : 0;
+    info->al_extents = s->md.sb.al_extents;
+    info->al_active = s->md.al ? drbd_al_cache_nr_hot(s->md.al) : 0;
     qemu_mutex_unlock(&s->lock);
     return info;
 }

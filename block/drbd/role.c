@@ -207,7 +207,7 @@ static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
                       force, drbd_fresh_uuid());
     drbd_uuids_set_locked(s, &u);
     /* On disk before the first write as primary can be */
-    s->md_primary_pending = true;
+    s->md.primary_pending = true;
     s->hs_gen++;
 }
 
@@ -217,7 +217,7 @@ static void drbd_promotion_done(BDRVDrbdState *s)
     unsigned i;
 
     qemu_mutex_lock(&s->lock);
-    s->md_primary_pending = false;
+    s->md.primary_pending = false;
     for (i = 0; i < s->nr_conns; i++) {
         s->conns[i]->promote_granted = false;
     }
@@ -367,7 +367,7 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
             error_prepend(errp, "'%s': ", name);
             return ret;
         }
-    } else if (s->md_failed) {
+    } else if (s->md.failed) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the local disk failed", name);
         return -EIO;
@@ -645,7 +645,7 @@ static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
     if (s->detached) {
         return drbd_diskless_promote_check_locked(s, errp);
     }
-    if (s->md_failed) {
+    if (s->md.failed) {
         error_setg(errp, "the local disk failed");
         return -EIO;
     }

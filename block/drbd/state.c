@@ -4,7 +4,7 @@
  *
  * Every state change goes through drbd_set_state(), which emits one
  * DRBD_STATE_CHANGE event when something changed.  The UUIDs live in
- * s->md, with or without metadata on disk.
+ * s->md.sb, with or without metadata on disk.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -196,7 +196,7 @@ bool drbd_detach(BDRVDrbdState *s, const char *reason, bool failed)
     first = !s->detached;
     qatomic_set(&s->detached, true);
     /* Writes waiting for an activity-log transaction go on without */
-    qemu_co_queue_restart_all(&s->al_queue);
+    qemu_co_queue_restart_all(&s->md.al_queue);
     qemu_mutex_unlock(&s->lock);
     if (!first) {
         return false;
@@ -347,12 +347,12 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
         info->last_error = g_strdup(s->last_error);
     }
     info->uuids = g_new0(DrbdUuidInfo, 1);
-    info->uuids->current = drbd_uuid_hex(s->md.uuid_current);
-    info->uuids->bitmap = drbd_uuid_hex(s->md.uuid_bitmap);
+    info->uuids->current = drbd_uuid_hex(s->md.sb.uuid_current);
+    info->uuids->bitmap = drbd_uuid_hex(s->md.sb.uuid_bitmap);
     QAPI_LIST_PREPEND(info->uuids->history,
-                      drbd_uuid_hex(s->md.uuid_history[1]));
+                      drbd_uuid_hex(s->md.sb.uuid_history[1]));
     QAPI_LIST_PREPEND(info->uuids->history,
-                      drbd_uuid_hex(s->md.uuid_history[0]));
+                      drbd_uuid_hex(s->md.sb.uuid_history[0]));
     qemu_mutex_unlock(&s->lock);
 }
 
@@ -490,22 +490,22 @@ void drbd_resync_marks_start_locked(DrbdConnection *conn)
                           qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
 }
 
-/* The generation UUIDs live in s->md, with or without metadata on disk */
+/* The generation UUIDs live in s->md.sb, with or without metadata on disk */
 void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u)
 {
-    u->current = s->md.uuid_current;
-    u->bitmap = s->md.uuid_bitmap;
-    u->history[0] = s->md.uuid_history[0];
-    u->history[1] = s->md.uuid_history[1];
+    u->current = s->md.sb.uuid_current;
+    u->bitmap = s->md.sb.uuid_bitmap;
+    u->history[0] = s->md.sb.uuid_history[0];
+    u->history[1] = s->md.sb.uuid_history[1];
 }
 
 void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
 {
     s->hs_gen++;
-    s->md.uuid_current = u->current;
-    s->md.uuid_bitmap = u->bitmap;
-    s->md.uuid_history[0] = u->history[0];
-    s->md.uuid_history[1] = u->history[1];
+    s->md.sb.uuid_current = u->current;
+    s->md.sb.uuid_bitmap = u->bitmap;
+    s->md.sb.uuid_history[0] = u->history[0];
+    s->md.sb.uuid_history[1] = u->history[1];
 }
 
 /* A UUID as query-drbd, info drbd and qemu-img info show it */

@@ -71,9 +71,9 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
             aio_co_wake(req->waiter);
             req->waiter = NULL;
         }
-        if (s->al) {
+        if (s->md.al) {
             /* A write waiting for an AL slot may close this epoch now */
-            qemu_co_queue_restart_all(&s->al_queue);
+            qemu_co_queue_restart_all(&s->md.al_queue);
         }
     }
     if (actions & DRBD_RA_DESTROY) {
