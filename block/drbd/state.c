@@ -273,8 +273,30 @@ bool drbd_local_error(BDRVDrbdState *s, DrbdIoOperation op, int ret)
     return true;
 }
 
+/* @conn's peer and connection; under s->lock */
+static DrbdPeerInfo *drbd_peer_info_locked(DrbdConnection *conn)
+{
+    DrbdPeerInfo *p = g_new0(DrbdPeerInfo, 1);
+
+    p->node_id = conn->peer_node_id;
+    p->connection = conn->cstate;
+    p->role = conn->peer_role;
+    p->disk = conn->peer_disk;
+    p->protocol = conn->protocol - 'A';
+    p->ns = stat64_get(&conn->ns);
+    p->nr = stat64_get(&conn->nr);
+    p->pe = qatomic_read(&conn->pe);
+    p->ua = qatomic_read(&conn->ua);
+    /* One bitmap, for the one peer (see drbd_conn()) */
+    p->out_of_sync = hbitmap_count(conn->s->oos);
+    return p;
+}
+
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
 {
+    DrbdPeerInfoList **tail = &info->peers;
+    unsigned i;
+
     DrbdConnection *conn = drbd_conn(s);
     DrbdCounters *c = g_new0(DrbdCounters, 1);
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -353,6 +375,9 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
                       drbd_uuid_hex(s->md.sb.uuid_history[1]));
     QAPI_LIST_PREPEND(info->uuids->history,
                       drbd_uuid_hex(s->md.sb.uuid_history[0]));
+    for (i = 0; i < s->nr_conns; i++) {
+        QAPI_LIST_APPEND(tail, drbd_peer_info_locked(s->conns[i]));
+    }
     qemu_mutex_unlock(&s->lock);
 }
 
