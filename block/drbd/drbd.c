@@ -1697,6 +1697,7 @@ drbd_co_create(BlockdevCreateOptions *create_options, Error **errp)
     BlockBackend *file = NULL, *meta = NULL;
     uint32_t al_extents = opts->has_al_extents ? opts->al_extents :
                           DRBD_AL_EXTENTS_DEFAULT;
+    uint32_t max_peers = opts->has_max_peers ? opts->max_peers : 1;
     int ret;
 
     assert(create_options->driver == BLOCKDEV_DRIVER_DRBD);
@@ -1705,7 +1706,8 @@ drbd_co_create(BlockdevCreateOptions *create_options, Error **errp)
                    "%d bytes", DRBD_WIRE_ALIGN);
         return -EINVAL;
     }
-    if (drbd_al_extents_valid(al_extents, errp) < 0) {
+    if (drbd_al_extents_valid(al_extents, errp) < 0 ||
+        drbd_md_max_peers_valid(max_peers, errp) < 0) {
         return -EINVAL;
     }
 
@@ -1735,7 +1737,8 @@ drbd_co_create(BlockdevCreateOptions *create_options, Error **errp)
         blk_set_allow_write_beyond_eof(meta, true);
     }
 
-    ret = drbd_md_create(file, meta, opts->size, al_extents, errp);
+    ret = drbd_md_create(file, meta, opts->size, al_extents, max_peers,
+                         errp);
 
 out:
     if (meta) {
@@ -1750,6 +1753,7 @@ out:
 }
 
 #define DRBD_OPT_AL_EXTENTS "al-extents"
+#define DRBD_OPT_MAX_PEERS  "max-peers"
 #define DRBD_OPT_META       "meta"
 
 static QemuOptsList drbd_create_opts = {
@@ -1766,6 +1770,12 @@ static QemuOptsList drbd_create_opts = {
             .type = QEMU_OPT_NUMBER,
             .help = "Activity-log extents of 4 MiB (7 to 6216)",
             .def_value_str = stringify(DRBD_AL_EXTENTS_DEFAULT),
+        },
+        {
+            .name = DRBD_OPT_MAX_PEERS,
+            .type = QEMU_OPT_NUMBER,
+            .help = "Peers the metadata keeps a bitmap for (1 to 31)",
+            .def_value_str = "1",
         },
         {
             .name = DRBD_OPT_META,

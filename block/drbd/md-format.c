@@ -35,7 +35,13 @@
 #define SB_UUID_BITMAP          80
 #define SB_UUID_HISTORY         88
 #define SB_AL_TR_NUMBER         104
-#define SB_RESERVED             112
+#define SB_RESERVED             112     /* version 1: reserved from here */
+/* Version 2: the bitmap slots */
+#define SB_MAX_PEERS            112
+#define SB_SLOTS                120
+#define SB_SLOT_SIZE            16
+#define SB_SLOT_NODE_ID         0
+#define SB_SLOT_BITMAP_UUID     8
 
 /* Activity-log transaction */
 #define TR_MAGIC                0
@@ -57,6 +63,8 @@
 #define AL_BYTES                (DRBD_MD_AL_BLOCKS * BLOCK)
 
 QEMU_BUILD_BUG_ON(SB_RESERVED != SB_AL_TR_NUMBER + 8);
+QEMU_BUILD_BUG_ON(SB_SLOTS + DRBD_MD_MAX_PEERS * SB_SLOT_SIZE >
+                  DRBD_MD_BLOCK_SIZE);
 QEMU_BUILD_BUG_ON(TR_CONTEXT != 544);
 QEMU_BUILD_BUG_ON(TR_CONTEXT + DRBD_AL_MAX_CONTEXT * 4 != BLOCK);
 QEMU_BUILD_BUG_ON(DRBD_AL_EXTENTS_MAX != 6216);
@@ -145,36 +153,51 @@ int drbd_al_extents_valid(uint32_t n, Error **errp)
     return 0;
 }
 
+int drbd_md_max_peers_valid(uint32_t n, Error **errp)
+{
+    if (n < 1 || n > DRBD_MD_MAX_PEERS) {
+        error_setg(errp, "max-peers must be between 1 and %d, not %" PRIu32,
+                   DRBD_MD_MAX_PEERS, n);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int layout_args_valid(uint64_t data_size, uint32_t al_extents,
-                             Error **errp)
+                             uint32_t max_peers, Error **errp)
 {
     if (check_data_size("drbd metadata", data_size, errp) < 0) {
+        return -EINVAL;
+    }
+    if (drbd_md_max_peers_valid(max_peers, errp) < 0) {
         return -EINVAL;
     }
     return drbd_al_extents_valid(al_extents, errp);
 }
 
 /*
- * Internal: data | bitmap | activity log | superblock, the data at 0 so
- * that the image stays a usable raw disk, the superblock last so that it
- * is found from the length of the image
+ * Internal: data | bitmap slots | activity log | superblock, the data at
+ * 0 so that the image stays a usable raw disk, the superblock last so
+ * that it is found from the length of the image
  */
 int drbd_md_layout_internal(uint64_t data_size, uint32_t al_extents,
-                            DrbdMdLayout *out, Error **errp)
+                            uint32_t max_peers, DrbdMdLayout *out,
+                            Error **errp)
 {
     DrbdMdLayout l = {
         .placement = DRBD_MD_INTERNAL,
         .data_size = data_size,
+        .max_peers = max_peers,
         .al_blocks = DRBD_MD_AL_BLOCKS,
         .al_extents = al_extents,
     };
 
-    if (layout_args_valid(data_size, al_extents, errp) < 0) {
+    if (layout_args_valid(data_size, al_extents, max_peers, errp) < 0) {
         return -EINVAL;
     }
     l.bm_offset = ROUND_UP(data_size, BLOCK);
     l.bm_bytes = drbd_md_bm_bytes(data_size);
-    l.al_offset = l.bm_offset + l.bm_bytes;
+    l.al_offset = l.bm_offset + max_peers * l.bm_bytes;
     l.sb_offset = l.al_offset + AL_BYTES;
     l.image_size = l.sb_offset + BLOCK;
 
@@ -182,25 +205,27 @@ int drbd_md_layout_internal(uint64_t data_size, uint32_t al_extents,
     return 0;
 }
 
-/* External: superblock | activity log | bitmap, in the meta image */
+/* External: superblock | activity log | bitmap slots, in the meta image */
 int drbd_md_layout_external(uint64_t data_size, uint32_t al_extents,
-                            DrbdMdLayout *out, Error **errp)
+                            uint32_t max_peers, DrbdMdLayout *out,
+                            Error **errp)
 {
     DrbdMdLayout l = {
         .placement = DRBD_MD_EXTERNAL,
         .data_size = data_size,
         .sb_offset = 0,
+        .max_peers = max_peers,
         .al_offset = BLOCK,
         .al_blocks = DRBD_MD_AL_BLOCKS,
         .al_extents = al_extents,
     };
 
-    if (layout_args_valid(data_size, al_extents, errp) < 0) {
+    if (layout_args_valid(data_size, al_extents, max_peers, errp) < 0) {
         return -EINVAL;
     }
     l.bm_offset = l.al_offset + AL_BYTES;
     l.bm_bytes = drbd_md_bm_bytes(data_size);
-    l.image_size = l.bm_offset + l.bm_bytes;
+    l.image_size = l.bm_offset + max_peers * l.bm_bytes;
 
     *out = l;
     return 0;
@@ -292,7 +317,7 @@ int drbd_md_layout_check(const DrbdSuperblock *sb, uint64_t image_len,
     r[0] = (Region) { "superblock", sb_offset, BLOCK };
     r[1] = (Region) { "activity log", sb->al_offset, AL_BYTES };
     r[2] = (Region) { "bitmap", sb->bm_offset,
-                      drbd_md_bm_bytes(sb->data_size) };
+                      sb->max_peers * drbd_md_bm_bytes(sb->data_size) };
 
     for (i = 0; i < ARRAY_SIZE(r); i++) {
         if (check_region(&r[i], image_len, errp) < 0) {
@@ -324,7 +349,8 @@ int drbd_md_layout_check(const DrbdSuperblock *sb, uint64_t image_len,
             .image_size = image_len,
             .sb_offset = sb_offset,
             .bm_offset = sb->bm_offset,
-            .bm_bytes = r[2].bytes,
+            .bm_bytes = r[2].bytes / sb->max_peers,
+            .max_peers = sb->max_peers,
             .al_offset = sb->al_offset,
             .al_blocks = sb->al_blocks,
             .al_extents = sb->al_extents,
@@ -340,8 +366,11 @@ int drbd_md_layout_check(const DrbdSuperblock *sb, uint64_t image_len,
 void drbd_md_sb_init(DrbdSuperblock *sb, const DrbdMdLayout *layout,
                      uint32_t node_id, uint64_t device_uuid)
 {
+    uint32_t i;
+
     *sb = (DrbdSuperblock) {
-        .version = DRBD_MD_VERSION,
+        .version = layout->max_peers > 1 ? DRBD_MD_VERSION_SLOTS :
+                   DRBD_MD_VERSION,
         .placement = layout->placement,
         .flags = DRBD_MDF_AL_CLEAN,
         .data_size = layout->data_size,
@@ -353,12 +382,20 @@ void drbd_md_sb_init(DrbdSuperblock *sb, const DrbdMdLayout *layout,
         .node_id = node_id,
         .device_uuid = device_uuid,
         .uuid_current = DRBD_MD_UUID_JUST_CREATED,
+        .max_peers = layout->max_peers,
     };
+    for (i = 0; i < DRBD_MD_MAX_PEERS; i++) {
+        sb->slots[i].node_id = DRBD_MD_SLOT_FREE;
+    }
 }
 
 void drbd_md_sb_encode(const DrbdSuperblock *sb, uint8_t *buf)
 {
-    assert(sb->version == DRBD_MD_VERSION);
+    uint32_t i;
+
+    assert(sb->version == (sb->max_peers > 1 ? DRBD_MD_VERSION_SLOTS :
+                                               DRBD_MD_VERSION));
+    assert(sb->max_peers >= 1 && sb->max_peers <= DRBD_MD_MAX_PEERS);
     assert(sb->placement == DRBD_MD_INTERNAL ||
            sb->placement == DRBD_MD_EXTERNAL);
     assert(!(sb->flags & ~DRBD_MDF_ALL));
@@ -383,7 +420,64 @@ void drbd_md_sb_encode(const DrbdSuperblock *sb, uint8_t *buf)
     stq_be_p(buf + SB_UUID_HISTORY, sb->uuid_history[0]);
     stq_be_p(buf + SB_UUID_HISTORY + 8, sb->uuid_history[1]);
     stq_be_p(buf + SB_AL_TR_NUMBER, sb->al_tr_number);
+    if (sb->version == DRBD_MD_VERSION_SLOTS) {
+        stl_be_p(buf + SB_MAX_PEERS, sb->max_peers);
+        for (i = 0; i < sb->max_peers; i++) {
+            uint8_t *slot = buf + SB_SLOTS + i * SB_SLOT_SIZE;
+
+            stl_be_p(slot + SB_SLOT_NODE_ID, sb->slots[i].node_id);
+            /* Slot 0's is uuid_bitmap */
+            stq_be_p(slot + SB_SLOT_BITMAP_UUID,
+                     i ? sb->slots[i].bitmap_uuid : 0);
+        }
+    }
     stl_be_p(buf + SB_CRC, block_crc(buf, SB_CRC));
+}
+
+/* The bitmap slots of version 2; version 1 has one, free */
+static int sb_decode_slots(const uint8_t *buf, DrbdSuperblock *sb,
+                           Error **errp)
+{
+    uint32_t i, j;
+
+    memset(sb->slots, 0, sizeof(sb->slots));
+    for (i = 0; i < DRBD_MD_MAX_PEERS; i++) {
+        sb->slots[i].node_id = DRBD_MD_SLOT_FREE;
+    }
+    if (sb->version == DRBD_MD_VERSION) {
+        sb->max_peers = 1;
+        return 0;
+    }
+    sb->max_peers = ldl_be_p(buf + SB_MAX_PEERS);
+    if (sb->max_peers < 2 || sb->max_peers > DRBD_MD_MAX_PEERS) {
+        error_setg(errp, "drbd metadata: max_peers %" PRIu32 " is out of "
+                   "range (2 to %d in version %d)", sb->max_peers,
+                   DRBD_MD_MAX_PEERS, DRBD_MD_VERSION_SLOTS);
+        return -EINVAL;
+    }
+    for (i = 0; i < sb->max_peers; i++) {
+        const uint8_t *slot = buf + SB_SLOTS + i * SB_SLOT_SIZE;
+        uint32_t id = ldl_be_p(slot + SB_SLOT_NODE_ID);
+
+        if (id != DRBD_MD_SLOT_FREE && (id > 31 || id == sb->node_id)) {
+            error_setg(errp, "drbd metadata: bitmap slot %" PRIu32 " is "
+                       "for node id %" PRIu32 ", which cannot be a peer "
+                       "of node %" PRIu32, i, id, sb->node_id);
+            return -EINVAL;
+        }
+        for (j = 0; j < i; j++) {
+            if (id != DRBD_MD_SLOT_FREE && sb->slots[j].node_id == id) {
+                error_setg(errp, "drbd metadata: bitmap slots %" PRIu32
+                           " and %" PRIu32 " are both for node id %"
+                           PRIu32, j, i, id);
+                return -EINVAL;
+            }
+        }
+        sb->slots[i].node_id = id;
+        sb->slots[i].bitmap_uuid = i ? ldq_be_p(slot + SB_SLOT_BITMAP_UUID) :
+                                   0;
+    }
+    return 0;
 }
 
 int drbd_md_sb_decode(const uint8_t *buf, size_t len, DrbdSuperblock *out,
@@ -409,10 +503,11 @@ int drbd_md_sb_decode(const uint8_t *buf, size_t len, DrbdSuperblock *out,
         return -EINVAL;
     }
     sb.version = ldl_be_p(buf + SB_VERSION);
-    if (sb.version != DRBD_MD_VERSION) {
+    if (sb.version != DRBD_MD_VERSION &&
+        sb.version != DRBD_MD_VERSION_SLOTS) {
         error_setg(errp, "drbd metadata version %" PRIu32 " is not "
-                   "supported (this QEMU supports version %d only)",
-                   sb.version, DRBD_MD_VERSION);
+                   "supported (this QEMU supports versions %d and %d)",
+                   sb.version, DRBD_MD_VERSION, DRBD_MD_VERSION_SLOTS);
         return -EINVAL;
     }
     crc = ldl_be_p(buf + SB_CRC);
@@ -440,6 +535,9 @@ int drbd_md_sb_decode(const uint8_t *buf, size_t len, DrbdSuperblock *out,
     sb.uuid_history[1] = ldq_be_p(buf + SB_UUID_HISTORY + 8);
     sb.al_tr_number = ldq_be_p(buf + SB_AL_TR_NUMBER);
     /* Reserved bytes are ignored: a later minor change may use them */
+    if (sb_decode_slots(buf, &sb, errp) < 0) {
+        return -EINVAL;
+    }
 
     if (sb.placement != DRBD_MD_INTERNAL &&
         sb.placement != DRBD_MD_EXTERNAL) {

@@ -23,7 +23,17 @@
 #define DRBD_MD_BLOCK_SIZE          4096
 
 #define DRBD_MD_MAGIC               0x4452424d  /* "DRBM" */
+/* Metadata for one peer; with bitmap slots for more (max_peers > 1) */
 #define DRBD_MD_VERSION             1
+#define DRBD_MD_VERSION_SLOTS       2
+
+/*
+ * Bitmap slots, one per peer a node can have (DRBD's max-peers): at most
+ * 31, as node ids are 0 to 31 and a node is not its own peer
+ */
+#define DRBD_MD_MAX_PEERS           31
+/* The node id of a slot that tracks no peer yet */
+#define DRBD_MD_SLOT_FREE           UINT32_MAX
 
 /* One bit of the out-of-sync bitmap covers this many bytes of data */
 #define DRBD_MD_BM_BLOCK_SIZE       4096
@@ -70,8 +80,18 @@ typedef enum DrbdMdPlacement {
 #define DRBD_MDF_AL_CLEAN           (UINT64_C(1) << 7)
 #define DRBD_MDF_ALL                UINT64_C(0xff)
 
+/*
+ * A bitmap slot: the peer whose missing blocks it records.  Slot 0's
+ * bitmap UUID is DrbdSuperblock.uuid_bitmap (its @bitmap_uuid is 0).
+ */
+typedef struct DrbdMdSlot {
+    uint32_t node_id;           /* 0..31, or DRBD_MD_SLOT_FREE */
+    uint64_t bitmap_uuid;
+} DrbdMdSlot;
+
 typedef struct DrbdSuperblock {
-    uint32_t version;           /* DRBD_MD_VERSION */
+    /* DRBD_MD_VERSION with one slot, DRBD_MD_VERSION_SLOTS with more */
+    uint32_t version;
     uint32_t placement;         /* DrbdMdPlacement */
     uint64_t flags;             /* DRBD_MDF_* */
     uint64_t data_size;         /* bytes of replicated data */
@@ -86,6 +106,8 @@ typedef struct DrbdSuperblock {
     uint64_t uuid_bitmap;
     uint64_t uuid_history[2];
     uint64_t al_tr_number;      /* a hint: recovery trusts the ring */
+    uint32_t max_peers;         /* bitmap slots, 1 to DRBD_MD_MAX_PEERS */
+    DrbdMdSlot slots[DRBD_MD_MAX_PEERS];    /* the first @max_peers */
 } DrbdSuperblock;
 
 /*
@@ -98,7 +120,8 @@ typedef struct DrbdMdLayout {
     uint64_t image_size;        /* the whole image / the meta image */
     uint64_t sb_offset;
     uint64_t bm_offset;
-    uint64_t bm_bytes;
+    uint64_t bm_bytes;          /* of one slot: slot i at bm_offset + i * */
+    uint32_t max_peers;         /* bitmap slots */
     uint64_t al_offset;
     uint32_t al_blocks;
     uint32_t al_extents;
@@ -117,18 +140,24 @@ uint64_t drbd_md_bm_bits(uint64_t data_size);
  */
 uint64_t drbd_md_bm_bytes(uint64_t data_size);
 
+/* Is @n a valid number of bitmap slots (max-peers)? */
+int drbd_md_max_peers_valid(uint32_t n, Error **errp);
+
 /*
  * Compute the layout of internal metadata for @data_size bytes of data
- * with @al_extents activity-log slots: @out->image_size is the length
- * the image needs.  Fails on a data size that is zero, not a multiple of
- * 512 or above DRBD_MD_MAX_DATA_SIZE, and on an invalid @al_extents.
+ * with @al_extents activity-log slots and @max_peers bitmap slots:
+ * @out->image_size is the length the image needs.  Fails on a data size
+ * that is zero, not a multiple of 512 or above DRBD_MD_MAX_DATA_SIZE, and
+ * on an invalid @al_extents or @max_peers.
  */
 int drbd_md_layout_internal(uint64_t data_size, uint32_t al_extents,
-                            DrbdMdLayout *out, Error **errp);
+                            uint32_t max_peers, DrbdMdLayout *out,
+                            Error **errp);
 
 /* The same for external metadata: @out->image_size is the meta image's */
 int drbd_md_layout_external(uint64_t data_size, uint32_t al_extents,
-                            DrbdMdLayout *out, Error **errp);
+                            uint32_t max_peers, DrbdMdLayout *out,
+                            Error **errp);
 
 /*
  * Where to look for the superblock of metadata with @placement in an
@@ -155,7 +184,8 @@ int drbd_md_layout_check(const DrbdSuperblock *sb, uint64_t image_len,
  */
 
 /*
- * A fresh superblock for @layout: version 1, no UUID but current =
+ * A fresh superblock for @layout: version 1 (2 with more than one bitmap
+ * slot), every slot free, no UUID but current =
  * DRBD_MD_UUID_JUST_CREATED, flags AL_CLEAN only (not CONSISTENT: the
  * first connection does a full sync, as with DRBD's create-md).
  */
@@ -172,8 +202,10 @@ void drbd_md_sb_encode(const DrbdSuperblock *sb, uint8_t *buf);
  * Decode the superblock in the @len bytes of @buf (which must be
  * DRBD_MD_BLOCK_SIZE).  Fails with -EINVAL and a message naming what is
  * wrong: no magic (not drbd metadata), unsupported version, checksum
- * mismatch, or a field out of its range.  Offsets are not checked
- * against the image: drbd_md_layout_check() does that.
+ * mismatch, or a field out of its range (a slot table with this node's
+ * id, an id above 31, or one id twice).  Offsets are not checked
+ * against the image: drbd_md_layout_check() does that.  Version 1 reads
+ * as one free slot.
  */
 int drbd_md_sb_decode(const uint8_t *buf, size_t len, DrbdSuperblock *out,
                       Error **errp);

@@ -556,6 +556,30 @@ static int GRAPH_RDLOCK drbd_md_read(BDRVDrbdState *s, uint64_t offset,
 }
 
 /*
+ * The one peer's bitmap is slot 0 (see drbd_conn()): with metadata that
+ * has slots, say whose it is, and whose metadata this is, on disk with
+ * the next superblock.  Slots of another version's making that name
+ * either node already are left as they are.
+ */
+static void drbd_md_slot_claim(BDRVDrbdState *s)
+{
+    uint32_t peer, i;
+
+    if (s->md.sb.max_peers < 2 || !drbd_replicates(s)) {
+        return;
+    }
+    peer = drbd_conn(s)->peer_node_id;
+    for (i = 1; i < s->md.sb.max_peers; i++) {
+        if (s->md.sb.slots[i].node_id == peer ||
+            s->md.sb.slots[i].node_id == s->node_id) {
+            return;
+        }
+    }
+    s->md.sb.node_id = s->node_id;
+    s->md.sb.slots[0].node_id = peer;
+}
+
+/*
  * Read and check the metadata of s->md.child, and set up the bitmap and
  * the activity log from it.  Writes nothing: drbd_md_open_commit() does,
  * once the whole open has succeeded.
@@ -609,6 +633,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     }
     s->md.sb_offset = sb_offset;
     s->size = s->md.sb.data_size;
+    drbd_md_slot_claim(s);
     s->disk = (s->md.sb.flags & DRBD_MDF_WAS_UP_TO_DATE) ?
               DRBD_DISK_STATE_UP_TO_DATE :
               (s->md.sb.flags & DRBD_MDF_CONSISTENT) ?
@@ -1023,7 +1048,7 @@ drbd_data_is_zero(BlockBackend *blk, int64_t bytes)
  */
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
-               uint32_t al_extents, Error **errp)
+               uint32_t al_extents, uint32_t max_peers, Error **errp)
 {
     BlockBackend *md_blk = meta ?: file;
     g_autofree uint8_t *buf = NULL;
@@ -1033,9 +1058,11 @@ drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
     int ret;
 
     if (meta) {
-        ret = drbd_md_layout_external(data_size, al_extents, &layout, errp);
+        ret = drbd_md_layout_external(data_size, al_extents, max_peers,
+                                      &layout, errp);
     } else {
-        ret = drbd_md_layout_internal(data_size, al_extents, &layout, errp);
+        ret = drbd_md_layout_internal(data_size, al_extents, max_peers,
+                                      &layout, errp);
     }
     if (ret < 0) {
         return ret;
@@ -1054,8 +1081,9 @@ drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
         return ret;
     }
 
-    /* An empty bitmap and activity log, then the superblock */
-    ret = blk_co_pwrite_zeroes(md_blk, layout.bm_offset, layout.bm_bytes, 0);
+    /* Empty bitmaps and activity log, then the superblock */
+    ret = blk_co_pwrite_zeroes(md_blk, layout.bm_offset,
+                               max_peers * layout.bm_bytes, 0);
     if (ret == 0) {
         ret = blk_co_pwrite_zeroes(md_blk, layout.al_offset,
                                    (int64_t)layout.al_blocks *
@@ -1097,6 +1125,7 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
     ImageInfoSpecificDrbd *info = g_new0(ImageInfoSpecificDrbd, 1);
     g_auto(GStrv) flags = NULL;
     g_autofree char *flags_str = NULL;
+    DrbdMdSlotInfoList **slots;
     strList **tail;
     int i;
 
@@ -1121,6 +1150,19 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
     info->out_of_sync = hbitmap_count(s->oos);
     info->al_extents = s->md.sb.al_extents;
     info->al_active = s->md.al ? drbd_al_cache_nr_hot(s->md.al) : 0;
+    info->max_peers = s->md.sb.max_peers;
+    slots = &info->slots;
+    for (i = 0; i < s->md.sb.max_peers; i++) {
+        DrbdMdSlotInfo *slot = g_new0(DrbdMdSlotInfo, 1);
+
+        slot->has_peer_node_id = s->md.sb.slots[i].node_id !=
+                                 DRBD_MD_SLOT_FREE;
+        slot->peer_node_id = slot->has_peer_node_id ?
+                             s->md.sb.slots[i].node_id : 0;
+        slot->bitmap_uuid = drbd_uuid_hex(i ? s->md.sb.slots[i].bitmap_uuid :
+                                          s->md.sb.uuid_bitmap);
+        QAPI_LIST_APPEND(slots, slot);
+    }
     qemu_mutex_unlock(&s->lock);
     return info;
 }

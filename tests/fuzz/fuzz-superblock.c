@@ -10,7 +10,8 @@
  *   then       the block: up to 4096 bytes, zero-padded
  *
  * The rest of the input, as it is, is decoded first (the length check).
- * Checked: a superblock that decodes has every field in its range,
+ * Checked: a superblock that decodes has every field in its range (its
+ * bitmap slots too: at most 31, each for another node, none twice),
  * encodes back to the same bytes (but for the checksum and the reserved
  * bytes, which the decoder ignores) and the same fields; one whose layout
  * passes has every region inside the image, aligned and apart; and the
@@ -30,6 +31,9 @@
 #define BLOCK           DRBD_MD_BLOCK_SIZE
 #define SB_CRC          8
 #define SB_RESERVED     112
+#define SB_MAX_PEERS    112
+#define SB_SLOTS        120
+#define SB_SLOT_SIZE    16
 #define AL_BYTES        (DRBD_MD_AL_BLOCKS * BLOCK)
 
 static bool sb_equal(const DrbdSuperblock *a, const DrbdSuperblock *b)
@@ -44,7 +48,9 @@ static bool sb_equal(const DrbdSuperblock *a, const DrbdSuperblock *b)
            a->uuid_bitmap == b->uuid_bitmap &&
            a->uuid_history[0] == b->uuid_history[0] &&
            a->uuid_history[1] == b->uuid_history[1] &&
-           a->al_tr_number == b->al_tr_number;
+           a->al_tr_number == b->al_tr_number &&
+           a->max_peers == b->max_peers &&
+           !memcmp(a->slots, b->slots, a->max_peers * sizeof(a->slots[0]));
 }
 
 static bool apart(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
@@ -57,6 +63,7 @@ static void check_layout(const DrbdMdLayout *l, const DrbdSuperblock *sb,
                          uint64_t image_len)
 {
     uint64_t bm_bytes = drbd_md_bm_bytes(l->data_size);
+    uint64_t bm_total = sb->max_peers * bm_bytes;
 
     assert(l->placement == sb->placement);
     assert(l->data_size == sb->data_size);
@@ -69,11 +76,12 @@ static void check_layout(const DrbdMdLayout *l, const DrbdSuperblock *sb,
     assert(l->al_offset % BLOCK == 0 && l->bm_offset % BLOCK == 0);
     assert(l->al_offset <= image_len &&
            AL_BYTES <= image_len - l->al_offset);
+    assert(l->max_peers == sb->max_peers);
     assert(l->bm_offset <= image_len &&
-           bm_bytes <= image_len - l->bm_offset);
+           bm_total <= image_len - l->bm_offset);
     assert(apart(l->sb_offset, BLOCK, l->al_offset, AL_BYTES));
-    assert(apart(l->sb_offset, BLOCK, l->bm_offset, bm_bytes));
-    assert(apart(l->al_offset, AL_BYTES, l->bm_offset, bm_bytes));
+    assert(apart(l->sb_offset, BLOCK, l->bm_offset, bm_total));
+    assert(apart(l->al_offset, AL_BYTES, l->bm_offset, bm_total));
     if (l->placement == DRBD_MD_INTERNAL) {
         assert(l->data_size <= l->sb_offset);
         assert(l->data_size <= l->al_offset);
@@ -115,6 +123,7 @@ DRBD_FUZZ_TARGET(superblock)
     Error *err = NULL;
     uint64_t image_len;
     size_t raw_len;
+    uint32_t i, j;
 
     if (!lenp) {
         return 0;
@@ -147,7 +156,17 @@ DRBD_FUZZ_TARGET(superblock)
         return 0;
     }
 
-    assert(sb.version == DRBD_MD_VERSION);
+    assert(sb.version == (sb.max_peers > 1 ? DRBD_MD_VERSION_SLOTS :
+                                            DRBD_MD_VERSION));
+    assert(drbd_md_max_peers_valid(sb.max_peers, NULL) == 0);
+    for (i = 0; i < sb.max_peers; i++) {
+        uint32_t id = sb.slots[i].node_id;
+
+        assert(id == DRBD_MD_SLOT_FREE || (id <= 31 && id != sb.node_id));
+        for (j = 0; j < i; j++) {
+            assert(id == DRBD_MD_SLOT_FREE || sb.slots[j].node_id != id);
+        }
+    }
     assert(sb.placement == DRBD_MD_INTERNAL ||
            sb.placement == DRBD_MD_EXTERNAL);
     assert(!(sb.flags & ~DRBD_MDF_ALL));
@@ -164,6 +183,16 @@ DRBD_FUZZ_TARGET(superblock)
     assert(memcmp(again, blk, SB_CRC) == 0);
     assert(memcmp(again + SB_CRC + 4, blk + SB_CRC + 4,
                   SB_RESERVED - SB_CRC - 4) == 0);
+    if (sb.version == DRBD_MD_VERSION_SLOTS) {
+        /* max_peers, and each slot's node id and (but slot 0) UUID */
+        assert(memcmp(again + SB_MAX_PEERS, blk + SB_MAX_PEERS, 4) == 0);
+        for (i = 0; i < sb.max_peers; i++) {
+            const size_t slot = SB_SLOTS + i * SB_SLOT_SIZE;
+
+            assert(memcmp(again + slot, blk + slot, 4) == 0);
+            assert(!i || memcmp(again + slot + 8, blk + slot + 8, 8) == 0);
+        }
+    }
     if (drbd_md_sb_decode(again, BLOCK, &back, &error_abort) < 0) {
         abort();
     }
@@ -178,13 +207,13 @@ DRBD_FUZZ_TARGET(superblock)
     }
 
     /* The layouts made for this size pass the check of what is read */
-    if (drbd_md_layout_internal(sb.data_size, sb.al_extents, &layout,
-                                &error_abort) < 0) {
+    if (drbd_md_layout_internal(sb.data_size, sb.al_extents, sb.max_peers,
+                                &layout, &error_abort) < 0) {
         abort();
     }
     check_fresh(&layout);
-    if (drbd_md_layout_external(sb.data_size, sb.al_extents, &layout,
-                                &error_abort) < 0) {
+    if (drbd_md_layout_external(sb.data_size, sb.al_extents, sb.max_peers,
+                                &layout, &error_abort) < 0) {
         abort();
     }
     check_fresh(&layout);

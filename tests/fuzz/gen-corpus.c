@@ -356,22 +356,29 @@ static void gen_rle(void)
 
 static void put_superblock(GByteArray *b, DrbdMdPlacement placement,
                            uint64_t data_size, uint32_t al_extents,
-                           uint64_t flags)
+                           uint32_t max_peers, uint64_t flags)
 {
     uint8_t *blk = g_malloc(BLOCK);
     DrbdMdLayout l;
     DrbdSuperblock sb;
 
     if (placement == DRBD_MD_INTERNAL) {
-        drbd_md_layout_internal(data_size, al_extents, &l, &error_abort);
+        drbd_md_layout_internal(data_size, al_extents, max_peers, &l,
+                                &error_abort);
     } else {
-        drbd_md_layout_external(data_size, al_extents, &l, &error_abort);
+        drbd_md_layout_external(data_size, al_extents, max_peers, &l,
+                                &error_abort);
     }
     drbd_md_sb_init(&sb, &l, 1, 0xfeedfacecafebeefULL);
     sb.flags = flags;
     sb.uuid_current = 0x1234567890abcdefULL;
     sb.uuid_history[0] = 0x1111;
     sb.al_tr_number = 12;
+    if (max_peers > 1) {
+        /* One slot assigned, with a bitmap UUID */
+        sb.slots[1].node_id = 2;
+        sb.slots[1].bitmap_uuid = 0x2222;
+    }
     drbd_md_sb_encode(&sb, blk);
 
     put_u8(b, 0);               /* sealed already */
@@ -385,15 +392,21 @@ static void gen_superblock(void)
     GByteArray *b;
 
     b = g_byte_array_new();
-    put_superblock(b, DRBD_MD_INTERNAL, DISK_SIZE, 257,
+    put_superblock(b, DRBD_MD_INTERNAL, DISK_SIZE, 257, 1,
                    DRBD_MDF_CONSISTENT | DRBD_MDF_AL_CLEAN);
     write_seed("superblock", "internal", b);
     g_byte_array_free(b, true);
 
     b = g_byte_array_new();
     put_superblock(b, DRBD_MD_EXTERNAL, 3 * GiB + 512, DRBD_AL_EXTENTS_MAX,
-                   DRBD_MDF_ALL);
+                   1, DRBD_MDF_ALL);
     write_seed("superblock", "external", b);
+    g_byte_array_free(b, true);
+
+    b = g_byte_array_new();
+    put_superblock(b, DRBD_MD_INTERNAL, DISK_SIZE, 257, 3,
+                   DRBD_MDF_CONSISTENT | DRBD_MDF_AL_CLEAN);
+    write_seed("superblock", "slots", b);
     g_byte_array_free(b, true);
 }
 

@@ -105,7 +105,7 @@ static void sample_sb(DrbdSuperblock *sb)
 {
     DrbdMdLayout l;
 
-    g_assert_cmpint(drbd_md_layout_internal(1 * GiB, 257, &l, &error_abort),
+    g_assert_cmpint(drbd_md_layout_internal(1 * GiB, 257, 1, &l, &error_abort),
                     ==, 0);
     drbd_md_sb_init(sb, &l, 3, 0x1122334455667788ULL);
     sb->flags = DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE |
@@ -142,7 +142,7 @@ static void test_sb_init(void)
     DrbdMdLayout l;
     DrbdSuperblock sb;
 
-    g_assert_cmpint(drbd_md_layout_external(64 * MiB, 1000, &l,
+    g_assert_cmpint(drbd_md_layout_external(64 * MiB, 1000, 1, &l,
                                             &error_abort), ==, 0);
     drbd_md_sb_init(&sb, &l, 9, 42);
     g_assert_cmpuint(sb.version, ==, 1);
@@ -260,6 +260,118 @@ static void sb_refused(size_t off, int size, uint64_t val, const char *msg)
     g_assert_cmpmem(&out, sizeof(out), &untouched, sizeof(untouched));
 }
 
+/* A superblock with three bitmap slots, one assigned */
+static void sample_sb_slots(DrbdSuperblock *sb, DrbdMdLayout *l)
+{
+    g_assert_cmpint(drbd_md_layout_internal(1 * GiB, 257, 3, l,
+                                            &error_abort), ==, 0);
+    drbd_md_sb_init(sb, l, 3, 0x1122334455667788ULL);
+    sb->uuid_bitmap = 0xb1b2b3b4b5b6b7b8ULL;
+    sb->slots[0].node_id = 1;
+    sb->slots[2].node_id = 7;
+    sb->slots[2].bitmap_uuid = 0xe1e2e3e4e5e6e7e8ULL;
+}
+
+static void test_sb_slots(void)
+{
+    DrbdSuperblock sb, out;
+    DrbdMdLayout l, checked;
+    uint8_t buf[BLOCK];
+    Error *err = NULL;
+    unsigned i;
+
+    sample_sb_slots(&sb, &l);
+    g_assert_cmpuint(sb.version, ==, 2);
+    g_assert_cmpuint(sb.max_peers, ==, 3);
+    g_assert_cmpuint(sb.slots[1].node_id, ==, DRBD_MD_SLOT_FREE);
+
+    /* Three bitmaps of 32 KiB between the data and the activity log */
+    g_assert_cmpuint(l.bm_offset, ==, 1 * GiB);
+    g_assert_cmpuint(l.bm_bytes, ==, 32 * KiB);
+    g_assert_cmpuint(l.al_offset, ==, 1 * GiB + 96 * KiB);
+    g_assert_cmpuint(l.image_size, ==, 1 * GiB + 96 * KiB + 36 * KiB);
+
+    drbd_md_sb_encode(&sb, buf);
+    g_assert_cmpuint(be32(buf + SB_VERSION), ==, 2);
+    g_assert_cmpuint(be32(buf + 112), ==, 3);
+    g_assert_cmpuint(be32(buf + 120), ==, 1);
+    g_assert_cmpuint(be32(buf + 136), ==, DRBD_MD_SLOT_FREE);
+    g_assert_cmpuint(be32(buf + 152), ==, 7);
+    g_assert_cmpuint(ldq_be_p(buf + 160), ==, 0xe1e2e3e4e5e6e7e8ULL);
+    /* slot 0's bitmap UUID is uuid_bitmap's, at 80 */
+    g_assert_cmpuint(ldq_be_p(buf + 128), ==, 0);
+    g_assert_cmpuint(ldq_be_p(buf + 80), ==, 0xb1b2b3b4b5b6b7b8ULL);
+    for (i = 168; i < BLOCK; i++) {
+        g_assert_cmpuint(buf[i], ==, 0);
+    }
+
+    g_assert_cmpint(drbd_md_sb_decode(buf, BLOCK, &out, &error_abort), ==,
+                    0);
+    assert_sb_equal(&sb, &out);
+    g_assert_cmpuint(out.max_peers, ==, 3);
+    for (i = 0; i < 3; i++) {
+        g_assert_cmpuint(out.slots[i].node_id, ==, sb.slots[i].node_id);
+        g_assert_cmpuint(out.slots[i].bitmap_uuid, ==,
+                         sb.slots[i].bitmap_uuid);
+    }
+    g_assert_cmpint(drbd_md_layout_check(&out, l.image_size, &checked,
+                                         &error_abort), ==, 0);
+    g_assert_cmpuint(checked.max_peers, ==, 3);
+    g_assert_cmpuint(checked.bm_bytes, ==, 32 * KiB);
+
+    /* An image too short for the third bitmap */
+    out.al_offset = 1 * GiB + 64 * KiB;
+    assert_failed_prefix(drbd_md_layout_check(&out, l.image_size, NULL,
+                                              &err), &err,
+                         "drbd metadata: activity log at offset 1073807360 "
+                         "(32768 bytes) overlaps the bitmap at offset "
+                         "1073741824 (98304 bytes)");
+
+    /* Version 1 reads as one free slot */
+    sample_sb(&sb);
+    drbd_md_sb_encode(&sb, buf);
+    g_assert_cmpint(drbd_md_sb_decode(buf, BLOCK, &out, &error_abort), ==,
+                    0);
+    g_assert_cmpuint(out.max_peers, ==, 1);
+    g_assert_cmpuint(out.slots[0].node_id, ==, DRBD_MD_SLOT_FREE);
+
+    /* Bad slot tables */
+    sample_sb_slots(&sb, &l);
+    drbd_md_sb_encode(&sb, buf);
+    stl_be_p(buf + 112, 32);
+    fix_crc(buf, SB_CRC);
+    assert_failed_with(drbd_md_sb_decode(buf, BLOCK, &out, &err), &err,
+                       "drbd metadata: max_peers 32 is out of range (2 to "
+                       "31 in version 2)");
+    drbd_md_sb_encode(&sb, buf);
+    stl_be_p(buf + 136, 3);
+    fix_crc(buf, SB_CRC);
+    assert_failed_with(drbd_md_sb_decode(buf, BLOCK, &out, &err), &err,
+                       "drbd metadata: bitmap slot 1 is for node id 3, "
+                       "which cannot be a peer of node 3");
+    drbd_md_sb_encode(&sb, buf);
+    stl_be_p(buf + 136, 32);
+    fix_crc(buf, SB_CRC);
+    assert_failed_with(drbd_md_sb_decode(buf, BLOCK, &out, &err), &err,
+                       "drbd metadata: bitmap slot 1 is for node id 32, "
+                       "which cannot be a peer of node 3");
+    drbd_md_sb_encode(&sb, buf);
+    stl_be_p(buf + 152, 1);
+    fix_crc(buf, SB_CRC);
+    assert_failed_with(drbd_md_sb_decode(buf, BLOCK, &out, &err), &err,
+                       "drbd metadata: bitmap slots 0 and 2 are both for "
+                       "node id 1");
+
+    /* max-peers out of range */
+    assert_failed_with(drbd_md_layout_internal(1 * GiB, 257, 0, &l, &err),
+                       &err, "max-peers must be between 1 and 31, not 0");
+    assert_failed_with(drbd_md_layout_external(1 * GiB, 257, 32, &l, &err),
+                       &err, "max-peers must be between 1 and 31, not 32");
+    g_assert_cmpint(drbd_md_layout_external(1 * GiB, 257, 31, &l,
+                                            &error_abort), ==, 0);
+    g_assert_cmpuint(l.image_size, ==, 36 * KiB + 31 * 32 * KiB);
+}
+
 static void test_sb_invalid(void)
 {
     DrbdSuperblock sb, out;
@@ -304,15 +416,18 @@ static void test_sb_invalid(void)
                          "damaged");
 
     /* version, even with a good checksum, and even with a bad one */
-    sb_refused(SB_VERSION, 4, 2, "drbd metadata version 2 is not supported "
-               "(this QEMU supports version 1 only)");
+    sb_refused(SB_VERSION, 4, 3, "drbd metadata version 3 is not supported "
+               "(this QEMU supports versions 1 and 2)");
     sb_refused(SB_VERSION, 4, 0, "drbd metadata version 0 is not supported "
-               "(this QEMU supports version 1 only)");
+               "(this QEMU supports versions 1 and 2)");
     drbd_md_sb_encode(&sb, buf);
     stl_be_p(buf + SB_VERSION, 7);
     assert_failed_with(drbd_md_sb_decode(buf, BLOCK, &out, &err), &err,
                        "drbd metadata version 7 is not supported "
-                       "(this QEMU supports version 1 only)");
+                       "(this QEMU supports versions 1 and 2)");
+    /* Version 2 has bitmap slots: version 1's reserved zeroes are none */
+    sb_refused(SB_VERSION, 4, 2, "drbd metadata: max_peers 0 is out of "
+               "range (2 to 31 in version 2)");
 
     sb_refused(SB_PLACEMENT, 4, 2, "drbd metadata: unknown placement 2 "
                "(expected 0 for internal or 1 for external)");
@@ -376,7 +491,10 @@ static void test_sb_mutation(void)
         }
         if (drbd_md_sb_decode(buf, BLOCK, &out, &err) == 0) {
             g_assert_null(err);
-            g_assert_cmpuint(out.version, ==, 1);
+            g_assert_cmpuint(out.version, ==,
+                             out.max_peers > 1 ? 2 : 1);
+            g_assert_cmpuint(out.max_peers, >=, 1);
+            g_assert_cmpuint(out.max_peers, <=, 31);
             g_assert_cmpuint(out.placement, <=, 1);
             g_assert_cmpuint(out.flags & ~DRBD_MDF_ALL, ==, 0);
             g_assert_cmpuint(out.data_size, >, 0);
@@ -504,7 +622,7 @@ static void test_layout_sizes(void)
         g_assert_cmpuint(drbd_md_bm_bits(c->data_size), ==,
                          DIV_ROUND_UP(c->data_size, 4096));
 
-        g_assert_cmpint(drbd_md_layout_internal(c->data_size, 257, &l,
+        g_assert_cmpint(drbd_md_layout_internal(c->data_size, 257, 1, &l,
                                                 &error_abort), ==, 0);
         g_assert_cmpuint(l.placement, ==, DRBD_MD_INTERNAL);
         g_assert_cmpuint(l.data_size, ==, c->data_size);
@@ -523,7 +641,7 @@ static void test_layout_sizes(void)
                                              &error_abort), ==, 0);
         assert_layout_equal(&checked, &l);
 
-        g_assert_cmpint(drbd_md_layout_external(c->data_size, 7, &l,
+        g_assert_cmpint(drbd_md_layout_external(c->data_size, 7, 1, &l,
                                                 &error_abort), ==, 0);
         g_assert_cmpuint(l.placement, ==, DRBD_MD_EXTERNAL);
         g_assert_cmpuint(l.sb_offset, ==, 0);
@@ -547,23 +665,24 @@ static void test_layout_invalid(void)
 
     memset(&l, 0x5a, sizeof(l));
     memcpy(&untouched, &l, sizeof(l));
-    assert_failed_with(drbd_md_layout_internal(0, 257, &l, &err), &err,
+    assert_failed_with(drbd_md_layout_internal(0, 257, 1, &l, &err), &err,
                        "drbd metadata: data size must not be zero");
-    assert_failed_with(drbd_md_layout_external(0, 257, &l, &err), &err,
+    assert_failed_with(drbd_md_layout_external(0, 257, 1, &l, &err), &err,
                        "drbd metadata: data size must not be zero");
-    assert_failed_with(drbd_md_layout_internal(1000, 257, &l, &err), &err,
+    assert_failed_with(drbd_md_layout_internal(1000, 257, 1, &l, &err), &err,
                        "drbd metadata: data size 1000 is not a multiple of "
                        "512");
-    assert_failed_with(drbd_md_layout_internal(4 * PiB + 512, 257, &l, &err),
+    assert_failed_with(drbd_md_layout_internal(4 * PiB + 512, 257, 1, &l,
+                                               &err),
                        &err, "drbd metadata: data size 4503599627371008 is "
                        "above the limit of 4503599627370496 bytes");
-    assert_failed_with(drbd_md_layout_external(UINT64_MAX - 511, 257, &l,
+    assert_failed_with(drbd_md_layout_external(UINT64_MAX - 511, 257, 1, &l,
                                                &err),
                        &err, "drbd metadata: data size 18446744073709551104 "
                        "is above the limit of 4503599627370496 bytes");
-    assert_failed_with(drbd_md_layout_internal(1 * GiB, 6, &l, &err), &err,
+    assert_failed_with(drbd_md_layout_internal(1 * GiB, 6, 1, &l, &err), &err,
                        "al-extents must be between 7 and 6216, not 6");
-    assert_failed_with(drbd_md_layout_external(1 * GiB, 6217, &l, &err),
+    assert_failed_with(drbd_md_layout_external(1 * GiB, 6217, 1, &l, &err),
                        &err, "al-extents must be between 7 and 6216, "
                        "not 6217");
     g_assert_cmpmem(&l, sizeof(l), &untouched, sizeof(untouched));
@@ -620,7 +739,7 @@ static void test_layout_check(void)
     uint64_t len;
 
     /* internal, 1 GiB: bitmap 1G (32K), AL 1G+32K (32K), sb 1G+64K */
-    g_assert_cmpint(drbd_md_layout_internal(1 * GiB, 257, &l, &error_abort),
+    g_assert_cmpint(drbd_md_layout_internal(1 * GiB, 257, 1, &l, &error_abort),
                     ==, 0);
     drbd_md_sb_init(&good, &l, 0, 1);
     len = l.image_size;
@@ -710,7 +829,7 @@ static void test_layout_check(void)
                    "supported (only 8)");
 
     /* external: superblock 0, AL 4096, bitmap 36864 */
-    g_assert_cmpint(drbd_md_layout_external(1 * GiB, 257, &l, &error_abort),
+    g_assert_cmpint(drbd_md_layout_external(1 * GiB, 257, 1, &l, &error_abort),
                     ==, 0);
     drbd_md_sb_init(&good, &l, 0, 1);
     len = l.image_size;
@@ -1528,6 +1647,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-md/sb/round-trip", test_sb_round_trip);
     g_test_add_func("/drbd-md/sb/reserved-ignored", test_sb_reserved_ignored);
     g_test_add_func("/drbd-md/sb/invalid", test_sb_invalid);
+    g_test_add_func("/drbd-md/sb/slots", test_sb_slots);
     g_test_add_func("/drbd-md/sb/mutation", test_sb_mutation);
     g_test_add_func("/drbd-md/sb/flags-str", test_flags_str);
     g_test_add_func("/drbd-md/layout/sizes", test_layout_sizes);
