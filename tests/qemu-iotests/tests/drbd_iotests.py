@@ -25,7 +25,7 @@ import threading
 import time
 import unittest
 from typing import (Any, Callable, Dict, Iterator, List, Optional,
-                    Sequence, Tuple, TypeVar)
+                    Sequence, Set, Tuple, TypeVar)
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
@@ -162,8 +162,42 @@ _late_cmds = {'--blockdev': 'blockdev-add', '--nbd-server': 'nbd-server-start',
 
 
 def _is_late(opt: str, val: str) -> bool:
-    return (opt == '--blockdev' and val.startswith('driver=drbd')) or \
+    """Whether the option is created over QMP: a drbd node (also as the
+    child of another node), the NBD server, an export"""
+    drbd = any(kv == 'driver=drbd' or kv.endswith('.driver=drbd')
+               for kv in val.split(','))
+    return (opt == '--blockdev' and drbd) or \
         opt in ('--nbd-server', '--export')
+
+
+def _new_iothread(pid: int, new: Set[str]) -> str:
+    """
+    The thread of the IOThread just added to daemon @pid, among its
+    threads @new that were not there before: a worker of the main loop's
+    thread pool (file-posix's I/O at start-up) may have come meanwhile.
+    An IOThread waits in its event loop's poll, a worker for work on a
+    futex (syscall 202): wait until one alone is elsewhere than a futex.
+    """
+    def syscall(tid: str) -> str:
+        try:
+            with open(f'/proc/{pid}/task/{tid}/syscall',
+                      encoding='ascii') as f:
+                return f.read().split()[0]
+        except (OSError, IndexError):
+            return 'gone'
+
+    if len(new) == 1:
+        return next(iter(new))
+    polling: List[str] = []
+
+    def one() -> bool:
+        polling[:] = [tid for tid in new if syscall(tid) not in
+                      ('202', 'running', 'gone')]
+        return len(polling) == 1
+
+    wait_until(one, 5, lambda: f'one IOThread among threads {new}: '
+               f'{ {tid: syscall(tid) for tid in new} }')
+    return polling[0]
 
 
 def start_qsd(name: str, *args: str, instance_id: Optional[str] = None,
@@ -208,8 +242,7 @@ def start_qsd(name: str, *args: str, instance_id: Optional[str] = None,
             before = set(os.listdir(f'/proc/{pid}/task'))
             qsd.cmd('object-add', {'qom-type': 'iothread', **props})
             new = set(os.listdir(f'/proc/{pid}/task')) - before
-            assert len(new) == 1, f'{props["id"]} came with threads {new}'
-            tids[props['id']] = int(new.pop())
+            tids[props['id']] = int(_new_iothread(pid, new))
         for opt, val in late:
             args_ = keyval(val)
             if opt == '--nbd-server':
