@@ -304,6 +304,8 @@ static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
     }
     qatomic_set(&peer->broken, true);
     peer->broken_reason = g_strdup_vprintf(fmt, ap);
+    /* A job paused with a reference to the peer lets go of it (job.c) */
+    drbd_jobs_wake_locked(s);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_fail(peer->s->bs, peer->broken_reason);
 

@@ -460,14 +460,6 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
     return peer;
 }
 
-static void coroutine_fn drbd_resync_co(void *opaque)
-{
-    DrbdPeer *peer = opaque;
-
-    drbd_resync_run(peer);
-    drbd_peer_put(peer);
-}
-
 /* Run an established connection until it breaks */
 static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
@@ -534,7 +526,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     drbd_peer_spawn(peer, drbd_data_receiver, peer);
     drbd_peer_spawn(peer, drbd_pinger, peer);
     if (sync_source) {
-        drbd_peer_spawn(peer, drbd_resync_co, peer);
+        drbd_resync_start(peer);
     }
 
     /* The last reference dropped after the break wakes us */

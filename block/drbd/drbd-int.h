@@ -19,6 +19,7 @@
 #include "qapi/qapi-types-drbd.h"
 #include "qemu/coroutine.h"
 #include "qemu/hbitmap.h"
+#include "qemu/job.h"
 #include "qemu/queue.h"
 #include "qemu/ratelimit.h"
 #include "qemu/stats64.h"
@@ -170,6 +171,11 @@ typedef struct DrbdPeer {
     bool resync_persisted;      /* target: its bitmap is on disk */
 
     bool state_req_sent;        /* s->lock: our STATE_REQ awaits a reply */
+    /*
+     * s->lock: this connection wants a resync from us, which the
+     * resync's job runs (resync.c)
+     */
+    bool resync_wanted;
     bool ping_answered;         /* atomic: the meta receiver sets it */
     bool ping_now;              /* atomic: a drain wants a ping at once */
     DrbdSleep ping_sleep;       /* the pinger's */
@@ -215,19 +221,38 @@ typedef struct DrbdPeer {
 } DrbdPeer;
 
 /*
- * An online verify this node runs as the source, from drbd-verify until
- * its event; under s->lock, except @next, which only its coroutine uses
+ * A job that runs the node's resync or its verify (job.c): the work is
+ * the job's .run (resync.c, verify.c), which calls job_pause_point()
+ * between two steps, as block/mirror.c does.  The job belongs to the
+ * main loop; its run works in the node's home with a peer, and pauses
+ * and waits in the main loop, where the node's close and
+ * drbd_jobs_wake_locked() reach it.
  */
-/* The jobs that show a node's work (job.c) */
-typedef enum DrbdJobKind {
-    DRBD_JOB_RESYNC,
-    DRBD_JOB_VERIFY,
-    DRBD_JOB__MAX,
-} DrbdJobKind;
+typedef struct DrbdJob {
+    Job common;
+    /*
+     * The node, until it closes (NULL then): the main loop's; it cannot
+     * change while the run holds @peer
+     */
+    BDRVDrbdState *s;
+    /*
+     * Under s->lock: the connection the run works with, whose reference
+     * it holds (the connection's teardown waits for the run), and
+     * whether the run stands paused (job-pause)
+     */
+    DrbdPeer *peer;
+    bool paused;
+} DrbdJob;
 
-typedef struct DrbdJob DrbdJob;
-
+/*
+ * An online verify this node runs as the source, from drbd-verify until
+ * its job ends: the verify is that job, and its run the verify
+ * (verify.c).  Under s->lock while it is conn->verify, except @next,
+ * which only the run uses; what DRBD_VERIFY_FINISHED reports is sent
+ * when the job ends, in the main loop.
+ */
 typedef struct DrbdVerify {
+    DrbdJob job;
     uint64_t start, end;        /* the range, in bytes */
     uint64_t next;              /* where the next request starts */
     uint64_t done;              /* bytes answered */
@@ -236,11 +261,11 @@ typedef struct DrbdVerify {
     unsigned inflight;          /* requests sent, not yet accounted */
     unsigned sending;           /* anchor reads running (verify.c) */
     bool resync;                /* resync what it finds at the end */
+    bool resynced;              /* ... and a resync was started */
     DrbdRole role, peer_role;   /* at the start: a change stops it */
     char *error;                /* why it stopped, if it did */
     DrbdPaceMarks marks;        /* @done over time, for its speed */
-    DrbdJob *job;               /* its job, if the node has one (job.c) */
-    DrbdSleep sleep;            /* its coroutine's, while paused */
+    char *node_name;            /* the event's, which outlives the node */
 } DrbdVerify;
 
 /*
@@ -333,14 +358,17 @@ struct DrbdConnection {
 
     /* The online verify this node runs with this peer (verify.c) */
     DrbdVerify *verify;
-
     /*
-     * The jobs that show the resync and the verify (job.c): the main
-     * loop's; and whether the user paused them (under s->lock), and the
-     * jobs the resync asked the main loop for, not made yet (atomic)
+     * The resync's job (resync.c), from the first resync until the peer
+     * is in sync again: set and cleared in the main loop, under s->lock
      */
-    DrbdJob *jobs[DRBD_JOB__MAX];
-    bool job_paused[DRBD_JOB__MAX];
+    DrbdJob *resync_job;
+    /*
+     * job.c's: the main loop's bottom half that wakes the jobs
+     * (drbd_jobs_wake_locked()), under s->lock; and the calls that the
+     * node's context asked of the main loop, not run yet (atomic)
+     */
+    QEMUBH *job_bh;
     unsigned job_bhs;
 
     /*
@@ -374,6 +402,11 @@ struct DrbdConnection {
  *   peer->meta_send_lock (CoMutex)
  *   s->lock (QemuMutex)           every field documented "under s->lock";
  *                                 never held across a yield or I/O
+ *   a job's progress (QEMU's)     job_progress_update() as the work
+ *                                 advances, under s->lock
+ *
+ * QEMU's job_mutex is never taken under s->lock: the jobs are woken from
+ * the main loop's job_bh, which holds no lock of ours (job.c).
  *
  * Fields outside these are owned otherwise, as their comments say: by
  * one coroutine or AioContext (the data receiver's apply state, the
@@ -561,7 +594,6 @@ struct BDRVDrbdState {
  *   resync.c                 the sync source's side of a resync
  *   tl.c                     the transfer log: guest writes to the peer
  *   secure.c                 TLS and the shared-secret proof
- *   job.c                    the resync and the verify as QEMU jobs
  *   readpeer.c               guest reads served by the peer
  *   digest.c                 digests of data; comparing a range with the
  *                            peer's digests in apply order
@@ -570,6 +602,10 @@ struct BDRVDrbdState {
  *   meta.c                   metadata on disk: superblock, bitmap, AL
  *   home.c                   the drain gate, context moves, sleeps,
  *                            background reads
+ *   job.c                    the jobs that run the resync and the verify:
+ *                            made, paused, woken and let go of in the
+ *                            main loop (their runs are resync.c's and
+ *                            verify.c's)
  *   state.c                  roles, connection and disk states, UUIDs,
  *                            local disk errors (on-io-error)
  *   disk.c                   requests to the local disk, disk-timeout
@@ -775,7 +811,8 @@ int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
                                  const DrbdBlockAck *neg, Error **errp);
 
 /* resync.c: the sync source */
-void coroutine_fn drbd_resync_run(DrbdPeer *peer);
+/* This node is the sync source of @peer now: the resync's job runs it */
+void drbd_resync_start(DrbdPeer *peer);
 void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack);
 /* Any thread: a running resync and the next ones go at @rate (0: any) */
@@ -784,14 +821,34 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
                                         const DrbdOvPacket *p,
                                         Error **errp);
 
-/* job.c: the resync and the verify as QEMU jobs */
-void drbd_job_resync_started(BDRVDrbdState *s);
-DrbdJob *drbd_job_verify_new(BDRVDrbdState *s, DrbdVerify *v);
-void drbd_job_verify_start(DrbdJob *dj);
-void drbd_job_verify_done_locked(DrbdJob *dj, const char *error);
-bool drbd_job_paused(BDRVDrbdState *s, DrbdJobKind kind);
-void drbd_job_kick(BDRVDrbdState *s);
+/* job.c: the jobs that run the resync and the verify */
+/*
+ * Main loop: a job of @driver (an instance starting with a DrbdJob) for
+ * the node, id "TYPE-NODE", or internal where that is no id or is taken
+ */
+DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver);
+/* Call @fn in the main loop, where jobs are made; the close waits */
+void drbd_job_defer(BDRVDrbdState *s, void (*fn)(BDRVDrbdState *s));
+/* The drivers' .pause and .resume: the job pauses in the main loop */
+void coroutine_fn drbd_job_pause(Job *job);
+void coroutine_fn drbd_job_resume(Job *job);
 void drbd_job_detach(BDRVDrbdState *s);
+
+/*
+ * What a job's run waits for may have happened (a state change, a
+ * broken peer): job_bh enters the jobs that wait, in the main loop.
+ * Any thread, under s->lock.
+ */
+static inline void drbd_jobs_wake_locked(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->job_bh) {
+            qemu_bh_schedule(s->conns[i]->job_bh);
+        }
+    }
+}
 
 /* verify.c: online verify */
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,

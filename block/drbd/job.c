@@ -1,18 +1,17 @@
 /*
- * DRBD-style replication: the resync and the verify as QEMU jobs
+ * DRBD-style replication: the jobs that run the resync and the verify
  *
- * A resync and an online verify run in the node's AioContext, as
- * coroutines of the connection (resync.c, verify.c).  Each is shown as a
- * job of its own type ('drbd-resync', 'drbd-verify', id
- * "drbd-resync-NODE" and "drbd-verify-NODE") so that query-jobs,
- * job-pause, job-resume and job-cancel work on it.  The job is a view:
- * its coroutine runs in the main loop, reads the progress every 100 ms,
- * and passes a pause, a resume or a cancel on through flags that the
- * work looks at between two chunks.
+ * A resync and an online verify are QEMU jobs of their own types
+ * ('drbd-resync', 'drbd-verify'), so that query-jobs, job-pause,
+ * job-resume and job-cancel work on them.  The work is the job's .run
+ * (resync.c, verify.c), which calls job_pause_point() between two steps,
+ * as block/mirror.c does:
  *
  *   drbd-resync   from the first resync of the node's data until the
  *                 peer is in sync again, across lost connections (a
  *                 resync interrupted goes on when the peer is back).
+ *                 On the sync source its run sends the data; between
+ *                 connections, and on a sync target, it waits.
  *                 Cancelled, the node disconnects and stands alone until
  *                 drbd-connect, as DRBD's "drbdadm disconnect": the
  *                 bitmap keeps what is left, and the next connection
@@ -20,11 +19,27 @@
  *   drbd-verify   one drbd-verify, until its DRBD_VERIFY_FINISHED.
  *                 Cancelled, the verify stops as if it had failed.
  *
- * A node without a name of the user's has no jobs (a job id must be
- * well formed); its resync and verify run all the same.
+ * Their ids are "drbd-resync-NODE" and "drbd-verify-NODE".  A node
+ * whose name is no valid id (a node the user did not name), or whose id
+ * the user took, gets an internal job instead, which query-jobs does not
+ * list: the work always runs in a job.
  *
- * The jobs and conn->jobs[] are the main loop's; the flags in
- * conn are read by the work under s->lock.
+ * A job belongs to the main loop.  Its run works in the node's home
+ * while it holds a reference to a peer (DrbdJob.peer: the connection's
+ * teardown waits for it), and pauses and waits in the main loop, where
+ * what it waits for reaches it:
+ *
+ *   job-resume, job-cancel     QEMU enters the job
+ *   a state change, a peer     drbd_jobs_wake_locked() schedules job_bh,
+ *   that breaks                which enters a waiting job, and a paused
+ *                              one whose peer broke (it must let go of
+ *                              it); the run looks again
+ *   the node's close           drbd_job_detach() enters the job, which
+ *                              ends (the connection is gone by then)
+ *
+ * A run decides to wait in the main loop, in the same turn in which it
+ * yields: a wake cannot come between the two (job_bh runs in the main
+ * loop too, and job_enter() of a job that does not wait is lost).
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -34,6 +49,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/coroutine.h"
+#include "qemu/error-report.h"
 #include "qemu/id.h"
 #include "qemu/job.h"
 #include "qemu/main-loop.h"
@@ -41,329 +57,184 @@
 
 #include "drbd-int.h"
 
-/* How often a job looks at the work's progress */
-#define DRBD_JOB_POLL_NS    (100 * SCALE_MS)
-
-struct DrbdJob {
-    Job common;
-    BDRVDrbdState *s;           /* NULL once the node closed */
-    DrbdJobKind kind;
-    uint64_t reported;          /* progress given to the job so far */
-    /* drbd-verify: the verify it shows, and how it ended */
-    DrbdVerify *verify;
-    bool verify_done;
-    char *verify_error;
-    QemuCoSleep verify_end;     /* a cancelled job waits here for it */
-};
-
-static const char *const drbd_job_prefix[DRBD_JOB__MAX] = {
-    [DRBD_JOB_RESYNC] = "drbd-resync-",
-    [DRBD_JOB_VERIFY] = "drbd-verify-",
-};
-
-/* Give the job the work's progress: @done of @total bytes */
-static void drbd_job_progress(DrbdJob *dj, uint64_t done, uint64_t total)
+/* A paused job must let go of its peer: it is entered, and ends */
+static bool drbd_job_must_stop_locked(DrbdJob *dj)
 {
-    done = MIN(done, total);
-    if (done > dj->reported) {
-        job_progress_update(&dj->common, done - dj->reported);
-        dj->reported = done;
-    }
-    job_progress_set_remaining(&dj->common, total - MIN(done, total));
+    return dj->peer && qatomic_read(&dj->peer->broken);
 }
 
 /*
- * Look at the work under s->lock: whether it runs on, and its progress.
- * A resync job ends when the peer is in sync, or with an error when the
- * node stands alone; a verify job when its verify reported its end.
+ * Main loop: enter the jobs that wait for what happened, or that must let
+ * go of their peer (a job paused by the user otherwise stays so)
  */
-static bool drbd_job_poll(DrbdJob *dj, Error **errp)
+static void drbd_job_wake_bh(void *opaque)
 {
-    BDRVDrbdState *s = dj->s;
-    DrbdConnection *conn;
-    bool running = true;
+    BDRVDrbdState *s = opaque;
+    DrbdConnection *c = drbd_conn(s);
+    DrbdJob *found[2], *wake[2];
+    int i, n = 0;
 
-    if (!s) {
-        error_setg(errp, "the drbd node was closed");
-        return false;
-    }
-    conn = drbd_conn(s);
     qemu_mutex_lock(&s->lock);
-    if (dj->kind == DRBD_JOB_RESYNC) {
-        DrbdConnState cs = conn->cstate;
-
-        if (cs == DRBD_CONN_STATE_SYNC_SOURCE ||
-            cs == DRBD_CONN_STATE_SYNC_TARGET) {
-            uint64_t done = drbd_resync_done_locked(conn);
-
-            drbd_pace_marks_note(&conn->resync_marks,
-                                 qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
-                                 done);
-
-            /* A resync after a reconnect starts again from its total */
-            if (done < dj->reported) {
-                dj->reported = 0;
-                dj->common.progress.current = 0;
-            }
-            drbd_job_progress(dj, done, conn->resync_total);
-        } else if (cs == DRBD_CONN_STATE_CONNECTED &&
-                   !hbitmap_count(s->oos)) {
-            drbd_job_progress(dj, conn->resync_total,
-                              conn->resync_total);
-            running = false;
-        } else if (cs == DRBD_CONN_STATE_STANDALONE) {
-            error_setg(errp, "the node stands alone (%s): the resync goes "
-                       "on after drbd-connect", s->last_error ?:
-                       "disconnected");
-            running = false;
-        }
-    } else {
-        if (dj->verify_done) {
-            if (dj->verify_error) {
-                error_setg(errp, "%s", dj->verify_error);
-            }
-            running = false;
-        } else {
-            drbd_job_progress(dj, dj->verify->done,
-                              dj->verify->end - dj->verify->start);
+    found[0] = c->resync_job;
+    found[1] = c->verify ? &c->verify->job : NULL;
+    for (i = 0; i < ARRAY_SIZE(found); i++) {
+        if (found[i] &&
+            (!found[i]->paused || drbd_job_must_stop_locked(found[i]))) {
+            wake[n++] = found[i];
         }
     }
     qemu_mutex_unlock(&s->lock);
-    return running;
-}
-
-/* Cancelled: stop the work as the job's kind says */
-static void drbd_job_stop_work(DrbdJob *dj)
-{
-    BDRVDrbdState *s = dj->s;
-    DrbdConnection *conn;
-    DrbdPeer *peer = NULL;
-
-    if (!s) {
-        return;
-    }
-    conn = drbd_conn(s);
-    qemu_mutex_lock(&s->lock);
-    conn->job_paused[dj->kind] = false;
-    if (dj->kind == DRBD_JOB_RESYNC) {
-        conn->connect_held = true;
-        conn->held_reason = "resync cancelled: waiting for drbd-connect";
-        peer = drbd_peer_get_locked(conn);
-    } else if (!dj->verify_done && !dj->verify->error) {
-        dj->verify->error = g_strdup("the verify was cancelled");
-    }
-    qemu_mutex_unlock(&s->lock);
-    drbd_job_kick(s);
-    if (peer) {
-        drbd_peer_fail(peer, "the resync was cancelled (job-cancel)");
-        drbd_peer_put(peer);
+    /*
+     * Without s->lock: a job of the main loop runs here, at once.  Each
+     * is alive: a job leaves c->resync_job or c->verify as it ends, in
+     * the main loop, before it is freed.
+     */
+    for (i = 0; i < n; i++) {
+        job_enter(&wake[i]->common);
     }
 }
 
-static int coroutine_fn drbd_job_run(Job *job, Error **errp)
+DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver)
 {
-    DrbdJob *dj = container_of(job, DrbdJob, common);
-
-    for (;;) {
-        if (!drbd_job_poll(dj, errp)) {
-            break;
-        }
-        if (job_is_cancelled(job)) {
-            drbd_job_stop_work(dj);
-            /*
-             * A verify writes its end into the job: wait for it, woken
-             * then (job_sleep_ns() would not sleep: the job is cancelled)
-             */
-            while (dj->kind == DRBD_JOB_VERIFY && dj->s &&
-                   !qatomic_read(&dj->verify_done)) {
-                qemu_co_sleep_ns_wakeable(&dj->verify_end,
-                                          QEMU_CLOCK_REALTIME,
-                                          DRBD_JOB_POLL_NS);
-            }
-            break;
-        }
-        job_sleep_ns(job, DRBD_JOB_POLL_NS);
-    }
-    if (dj->s) {
-        drbd_conn(dj->s)->jobs[dj->kind] = NULL;
-    }
-    return job_is_cancelled(job) ? -ECANCELED : (*errp ? -EIO : 0);
-}
-
-/* Paused and resumed: the work waits between two chunks */
-static void coroutine_fn drbd_job_set_paused(DrbdJob *dj, bool paused)
-{
-    BDRVDrbdState *s = dj->s;
-
-    if (s) {
-        qemu_mutex_lock(&s->lock);
-        drbd_conn(s)->job_paused[dj->kind] = paused;
-        qemu_mutex_unlock(&s->lock);
-        if (!paused) {
-            drbd_job_kick(s);
-        }
-    }
-}
-
-static void coroutine_fn drbd_job_pause(Job *job)
-{
-    drbd_job_set_paused(container_of(job, DrbdJob, common), true);
-}
-
-static void coroutine_fn drbd_job_resume(Job *job)
-{
-    drbd_job_set_paused(container_of(job, DrbdJob, common), false);
-}
-
-static void drbd_job_free(Job *job)
-{
-    DrbdJob *dj = container_of(job, DrbdJob, common);
-
-    g_free(dj->verify_error);
-}
-
-static const JobDriver drbd_job_driver[DRBD_JOB__MAX] = {
-    [DRBD_JOB_RESYNC] = {
-        .instance_size  = sizeof(DrbdJob),
-        .job_type       = JOB_TYPE_DRBD_RESYNC,
-        .run            = drbd_job_run,
-        .pause          = drbd_job_pause,
-        .resume         = drbd_job_resume,
-        .free           = drbd_job_free,
-    },
-    [DRBD_JOB_VERIFY] = {
-        .instance_size  = sizeof(DrbdJob),
-        .job_type       = JOB_TYPE_DRBD_VERIFY,
-        .run            = drbd_job_run,
-        .pause          = drbd_job_pause,
-        .resume         = drbd_job_resume,
-        .free           = drbd_job_free,
-    },
-};
-
-/* Main loop: the job of @kind, or NULL if the node has none */
-static DrbdJob *drbd_job_new(BDRVDrbdState *s, DrbdJobKind kind)
-{
+    DrbdConnection *c = drbd_conn(s);
     const char *name = bdrv_get_node_name(s->bs);
     g_autofree char *id = NULL;
     Error *local_err = NULL;
-    DrbdJob *dj;
+    DrbdJob *dj = NULL;
 
     GLOBAL_STATE_CODE();
-    if (!id_wellformed(name)) {
-        return NULL;
+    if (id_wellformed(name)) {
+        id = g_strdup_printf("%s-%s", JobType_str(driver->job_type), name);
+        dj = job_create(id, driver, NULL, qemu_get_aio_context(),
+                        JOB_DEFAULT, NULL, NULL, &local_err);
+        if (!dj) {
+            warn_reportf_err(local_err, "drbd node '%s': its %s runs as "
+                             "an internal job: ", drbd_name(s),
+                             JobType_str(driver->job_type));
+            g_clear_pointer(&id, g_free);
+        }
     }
-    id = g_strconcat(drbd_job_prefix[kind], name, NULL);
-    dj = job_create(id, &drbd_job_driver[kind], NULL, qemu_get_aio_context(),
-                    JOB_DEFAULT, NULL, NULL, &local_err);
     if (!dj) {
-        /* The user took the id: the work runs without a job */
-        warn_reportf_err(local_err, "drbd node '%s': no job for it: ",
-                         drbd_name(s));
-        return NULL;
+        dj = job_create(NULL, driver, NULL, qemu_get_aio_context(),
+                        JOB_INTERNAL, NULL, NULL, &error_abort);
     }
     dj->s = s;
-    dj->kind = kind;
-    drbd_conn(s)->jobs[kind] = dj;
-    trace_drbd_job_new(s->bs, id);
+    qemu_mutex_lock(&s->lock);
+    if (!c->job_bh) {
+        c->job_bh = aio_bh_new(qemu_get_aio_context(), drbd_job_wake_bh, s);
+    }
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_job_new(s->bs, id ?: "(internal)");
     return dj;
 }
 
-static void drbd_job_resync_bh(void *opaque)
-{
-    BDRVDrbdState *s = opaque;
-    DrbdConnection *conn = drbd_conn(s);
-    DrbdJob *dj;
+/* The scheduled calls of drbd_job_defer() */
+typedef struct DrbdJobDeferred {
+    BDRVDrbdState *s;
+    void (*fn)(BDRVDrbdState *s);
+} DrbdJobDeferred;
 
-    if (!qatomic_read(&s->closing) && !conn->jobs[DRBD_JOB_RESYNC]) {
-        dj = drbd_job_new(s, DRBD_JOB_RESYNC);
-        if (dj) {
-            job_start(&dj->common);
-        }
-    }
-    qatomic_dec(&conn->job_bhs);
+static void drbd_job_deferred_bh(void *opaque)
+{
+    DrbdJobDeferred *d = opaque;
+    BDRVDrbdState *s = d->s;
+    DrbdConnection *c = drbd_conn(s);
+
+    d->fn(s);
+    g_free(d);
+    qatomic_dec(&c->job_bhs);
     aio_wait_kick();
 }
 
-void drbd_job_resync_started(BDRVDrbdState *s)
+void drbd_job_defer(BDRVDrbdState *s, void (*fn)(BDRVDrbdState *s))
 {
-    /* The resync runs in the node's context; jobs are the main loop's */
-    qatomic_inc(&drbd_conn(s)->job_bhs);
-    aio_bh_schedule_oneshot(qemu_get_aio_context(), drbd_job_resync_bh, s);
+    DrbdJobDeferred *d = g_new(DrbdJobDeferred, 1);
+    DrbdConnection *c = drbd_conn(s);
+
+    *d = (DrbdJobDeferred) { .s = s, .fn = fn };
+    qatomic_inc(&c->job_bhs);
+    aio_bh_schedule_oneshot(qemu_get_aio_context(), drbd_job_deferred_bh, d);
 }
 
-DrbdJob *drbd_job_verify_new(BDRVDrbdState *s, DrbdVerify *v)
+/* Enter a job that drbd_job_pause() kept a reference to */
+static void drbd_job_enter_bh(void *opaque)
 {
-    DrbdJob *dj = drbd_job_new(s, DRBD_JOB_VERIFY);
+    Job *job = opaque;
 
-    if (dj) {
-        dj->verify = v;
+    JOB_LOCK_GUARD();
+    job_enter_cond_locked(job, NULL);
+    job_unref_locked(job);
+}
+
+void coroutine_fn drbd_job_pause(Job *job)
+{
+    DrbdJob *dj = container_of(job, DrbdJob, common);
+    bool must_stop = true;
+
+    /* Paused in the main loop: wakes are seen there (see above) */
+    aio_co_reschedule_self(qemu_get_aio_context());
+    if (dj->s) {
+        qemu_mutex_lock(&dj->s->lock);
+        dj->paused = true;
+        must_stop = drbd_job_must_stop_locked(dj);
+        qemu_mutex_unlock(&dj->s->lock);
     }
-    return dj;
-}
-
-void drbd_job_verify_start(DrbdJob *dj)
-{
-    job_start(&dj->common);
-}
-
-void drbd_job_verify_done_locked(DrbdJob *dj, const char *error)
-{
-    dj->verify_error = g_strdup(error);
-    dj->verify = NULL;
-    qatomic_set(&dj->verify_done, true);
-    qemu_co_sleep_wake(&dj->verify_end);
-    /*
-     * End the job now, not at its next look: a verify started after the
-     * event finds the id free.  (The job reads verify_done under
-     * s->lock, which we hold: it cannot be gone yet.)
-     */
-    job_enter(&dj->common);
-}
-
-void drbd_job_kick(BDRVDrbdState *s)
-{
-    DrbdPeer *peer;
-
-    qemu_mutex_lock(&s->lock);
-    peer = drbd_peer_get_locked(drbd_conn(s));
-    qemu_mutex_unlock(&s->lock);
-    if (peer) {
+    if (must_stop) {
         /*
-         * A resync asleep while paused, or at its rate, looks again (a
-         * paused verify looks every 100 ms)
+         * Its peer broke, or the node closed, before the pause: the wake
+         * came already.  This one comes once the job waits.
          */
-        drbd_sleep_wake(s, &peer->resync_sleep, false);
-        drbd_peer_put(peer);
+        WITH_JOB_LOCK_GUARD() {
+            job_ref_locked(job);
+        }
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), drbd_job_enter_bh,
+                                job);
     }
 }
 
-bool drbd_job_paused(BDRVDrbdState *s, DrbdJobKind kind)
+void coroutine_fn drbd_job_resume(Job *job)
 {
-    bool paused;
+    DrbdJob *dj = container_of(job, DrbdJob, common);
 
-    qemu_mutex_lock(&s->lock);
-    paused = drbd_conn(s)->job_paused[kind];
-    qemu_mutex_unlock(&s->lock);
-    return paused;
+    /* In the main loop, where drbd_job_pause() took the job */
+    if (dj->s) {
+        qemu_mutex_lock(&dj->s->lock);
+        dj->paused = false;
+        qemu_mutex_unlock(&dj->s->lock);
+    }
 }
 
 void drbd_job_detach(BDRVDrbdState *s)
 {
-    DrbdConnection *conn = drbd_conn(s);
-    int i;
+    DrbdConnection *c = drbd_conn(s);
+    DrbdVerify *v;
+    DrbdJob *dj;
+    QEMUBH *bh;
 
     GLOBAL_STATE_CODE();
-    /* A job the resync asked for before it ended: let it be made, or not */
-    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&conn->job_bhs));
-    for (i = 0; i < DRBD_JOB__MAX; i++) {
-        DrbdJob *dj = conn->jobs[i];
-
-        if (dj) {
-            /* Its next look ends it, with the reason */
-            dj->s = NULL;
-            conn->jobs[i] = NULL;
-            job_enter(&dj->common);
-        }
+    /* A job the node asked for before its connection stopped: made or not */
+    AIO_WAIT_WHILE_UNLOCKED(NULL, qatomic_read(&c->job_bhs));
+    qemu_mutex_lock(&s->lock);
+    v = c->verify;
+    c->verify = NULL;
+    dj = c->resync_job;
+    c->resync_job = NULL;
+    bh = c->job_bh;
+    c->job_bh = NULL;
+    qemu_mutex_unlock(&s->lock);
+    if (bh) {
+        qemu_bh_delete(bh);
+    }
+    if (v) {
+        /* Its run let go of the peer, whose end the close awaited: over */
+        v->job.s = NULL;
+    }
+    if (dj) {
+        /*
+         * It holds no peer: it waits, or is on its way to the main loop,
+         * where it sees that the node closed
+         */
+        dj->s = NULL;
+        job_enter(&dj->common);
     }
 }

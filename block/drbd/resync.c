@@ -25,6 +25,18 @@
  *
  * With resync-after, no chunk goes out while the other node resyncs.
  *
+ * The resync runs as the .run of its job ('drbd-resync', job.c), which
+ * lives from the first resync of the node's data until the peer is in
+ * sync again: when the handshake (or a verify) makes this node the sync
+ * source, drbd_resync_start() asks the job to run the resync of that
+ * connection, making the job in the main loop if there is none.  The run
+ * takes the connection (a reference: its teardown waits for the run),
+ * sends the data in the node's home, pausing between chunks where
+ * job-pause holds it, and lets the connection go at its end.  Between
+ * connections, and while the node is the sync target, it waits in the
+ * main loop, woken by the state changes; it ends when the peer is
+ * connected and in sync, or when the node stands alone.
+ *
  * Copyright (c) 2026 The qemu-drbd authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -34,6 +46,7 @@
 #include "block/block-io.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "trace.h"
 
@@ -271,31 +284,39 @@ static bool drbd_resync_paced(DrbdConnection *conn, DrbdResyncPacer *pc,
 }
 
 /*
- * Before each chunk: wait while the user pauses the resync's job, while
- * the resync-after node resyncs, and, with the controller, while it holds
- * the resync back.  Follows the node.  Returns false if the connection
- * broke meanwhile.
+ * Before each chunk: wait while the user pauses the resync's job
+ * (job_pause_point()), while the resync-after node resyncs, and, with the
+ * controller, while it holds the resync back.  Follows the node.  Returns
+ * false if the connection broke meanwhile, or the job was cancelled.
  */
-static bool coroutine_fn drbd_resync_pause_point(DrbdPeer *peer,
+static bool coroutine_fn drbd_resync_pause_point(DrbdJob *dj, DrbdPeer *peer,
                                                  DrbdResyncPacer *pc)
 {
     BDRVDrbdState *s = peer->s;
-    DrbdConnection *conn = peer->conn;
+    DrbdConnection *c = peer->conn;
 
     while (!qatomic_read(&peer->broken)) {
-        const char *after = drbd_resync_after_busy(s);
+        const char *after;
         int64_t wait_ns = 0;
 
+        /* Paused, the job waits in the main loop: back home after */
+        job_pause_point(&dj->common);
+        drbd_co_rehome(s);
+        if (job_is_cancelled(&dj->common)) {
+            return false;
+        }
+
+        after = drbd_resync_after_busy(s);
         qemu_mutex_lock(&s->lock);
-        if (after && after != conn->resync_paused_after) {
+        if (after && after != c->resync_paused_after) {
             trace_drbd_resync_after(s->bs, after);
         }
-        conn->resync_paused_after = after;
+        c->resync_paused_after = after;
         qemu_mutex_unlock(&s->lock);
 
-        if (drbd_job_paused(s, DRBD_JOB_RESYNC) || after) {
+        if (after) {
             wait_ns = 100 * SCALE_MS;
-        } else if (!pc->dynamic || drbd_resync_paced(conn, pc, &wait_ns)) {
+        } else if (!pc->dynamic || drbd_resync_paced(c, pc, &wait_ns)) {
             break;
         }
         drbd_co_sleep(s, &peer->resync_sleep, wait_ns);
@@ -414,7 +435,7 @@ static bool coroutine_fn drbd_resync_read(DrbdPeer *peer, int64_t offset,
  * The first pass of a resync with csums-alg: the digests of every chunk
  * marked now.  Returns false if the connection broke.
  */
-static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
+static bool coroutine_fn drbd_resync_csums(DrbdJob *dj, DrbdPeer *peer,
                                            DrbdResyncPacer *pc)
 {
     BDRVDrbdState *s = peer->s;
@@ -430,7 +451,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
             /* The target detached: its disk comes back resynced in full */
             return false;
         }
-        if (!drbd_resync_pause_point(peer, pc) ||
+        if (!drbd_resync_pause_point(dj, peer, pc) ||
             !drbd_resync_wait(peer, peer->csum_chunks,
                               DRBD_CSUM_WINDOW - 1, UINT_MAX)) {
             return false;
@@ -456,7 +477,12 @@ static bool coroutine_fn drbd_resync_csums(DrbdPeer *peer,
            drbd_resync_wait(peer, peer->csum_chunks, 0, 0);
 }
 
-void coroutine_fn drbd_resync_run(DrbdPeer *peer)
+/*
+ * The resync of @peer's connection, in the job's run: every block marked
+ * now goes to the peer, until the connection breaks or the job is
+ * cancelled
+ */
+static void coroutine_fn drbd_resync_run(DrbdJob *dj, DrbdPeer *peer)
 {
     BDRVDrbdState *s = peer->s;
     DrbdConnection *conn = peer->conn;
@@ -464,24 +490,18 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
     DrbdResyncPacer pc;
     int64_t offset = 0;
 
+    drbd_co_rehome(s);
     qemu_mutex_lock(&s->lock);
-    conn->resync_total = hbitmap_count(s->oos);
-    conn->resync_done = 0;
-    conn->rs_in_flight = 0;
-    conn->rs_answered = 0;
-    drbd_resync_marks_start_locked(conn);
     ratelimit_set_speed(&conn->resync_limit, conn->resync_rate,
                         100 * SCALE_MS);
     drbd_resync_pacer_init(conn, &pc);
     qemu_mutex_unlock(&s->lock);
-    trace_drbd_resync_start(s->bs, conn->resync_total);
-    drbd_job_resync_started(s);
 
     if (drbd_resync_announce(peer) < 0) {
         return;
     }
     if (conn->csums_alg != DRBD_DIGEST_NONE &&
-        !drbd_resync_csums(peer, &pc)) {
+        !drbd_resync_csums(dj, peer, &pc)) {
         return;
     }
 
@@ -494,7 +514,7 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
             /* The target detached: its disk comes back resynced in full */
             return;
         }
-        if (!drbd_resync_pause_point(peer, &pc) ||
+        if (!drbd_resync_pause_point(dj, peer, &pc) ||
             !drbd_resync_wait(peer, peer->resync_chunks,
                               DRBD_RESYNC_WINDOW - 1, UINT_MAX)) {
             return;
@@ -528,6 +548,238 @@ void coroutine_fn drbd_resync_run(DrbdPeer *peer)
     trace_drbd_resync_sent(s->bs);
 }
 
+/* A resync waits for the job to run it: that of the connection */
+static bool drbd_resync_wanted_locked(BDRVDrbdState *s)
+{
+    DrbdConnection *c = drbd_conn(s);
+    DrbdPeer *peer = c->peer;
+
+    return peer && peer->resync_wanted && !qatomic_read(&peer->broken);
+}
+
+/*
+ * The job's look at the node, under s->lock, in the main loop: 1 with
+ * *@peer (and a reference to it) if it is to run a resync now; 1 without,
+ * if it waits; 0 if the peer is in sync: the job is over; or < 0 with
+ * @errp if the node stands alone
+ */
+static int drbd_resync_job_look_locked(DrbdJob *dj, DrbdPeer **peer,
+                                       Error **errp)
+{
+    BDRVDrbdState *s = dj->s;
+    DrbdConnection *c = drbd_conn(s);
+
+    if (drbd_resync_wanted_locked(s)) {
+        *peer = drbd_peer_get_locked(c);
+        (*peer)->resync_wanted = false;
+        dj->peer = *peer;
+        job_progress_set_remaining(&dj->common, hbitmap_count(s->oos));
+    } else if (c->cstate == DRBD_CONN_STATE_CONNECTED &&
+               !hbitmap_count(s->oos)) {
+        job_progress_set_remaining(&dj->common, 0);
+        return 0;
+    } else if (c->cstate == DRBD_CONN_STATE_STANDALONE) {
+        error_setg(errp, "the node stands alone (%s): the resync goes on "
+                   "after drbd-connect", s->last_error ?: "disconnected");
+        return -EIO;
+    }
+    return 1;
+}
+
+/* job-cancel: the node disconnects and stands alone until drbd-connect */
+static void drbd_resync_cancelled(BDRVDrbdState *s)
+{
+    DrbdConnection *c = drbd_conn(s);
+    DrbdPeer *peer;
+
+    qemu_mutex_lock(&s->lock);
+    c->connect_held = true;
+    c->held_reason = "resync cancelled: waiting for drbd-connect";
+    peer = drbd_peer_get_locked(c);
+    qemu_mutex_unlock(&s->lock);
+    if (peer) {
+        drbd_peer_fail(peer, "the resync was cancelled (job-cancel)");
+        drbd_peer_put(peer);
+    }
+}
+
+static int coroutine_fn drbd_resync_job_run(Job *job, Error **errp)
+{
+    DrbdJob *dj = container_of(job, DrbdJob, common);
+
+    for (;;) {
+        BDRVDrbdState *s;
+        DrbdPeer *peer = NULL;
+        int ret;
+
+        /* The job looks, pauses and waits in the main loop (job.c) */
+        aio_co_reschedule_self(qemu_get_aio_context());
+        job_pause_point(job);
+        s = dj->s;
+        if (!s) {
+            error_setg(errp, "the drbd node was closed");
+            return -EIO;
+        }
+        if (job_is_cancelled(job)) {
+            drbd_resync_cancelled(s);
+            return -ECANCELED;
+        }
+
+        qemu_mutex_lock(&s->lock);
+        ret = drbd_resync_job_look_locked(dj, &peer, errp);
+        qemu_mutex_unlock(&s->lock);
+        if (ret <= 0) {
+            return ret;
+        }
+        if (!peer) {
+            /* Woken by a state change (drbd_jobs_wake_locked()) */
+            job_yield(job);
+            continue;
+        }
+
+        drbd_resync_run(dj, peer);
+        qemu_mutex_lock(&s->lock);
+        dj->peer = NULL;
+        qemu_mutex_unlock(&s->lock);
+        /*
+         * The node may close once its connection is gone: the next look
+         * at it is from the main loop, where its close is seen
+         */
+        drbd_peer_put(peer);
+    }
+}
+
+/*
+ * The job was cancelled while its run resyncs (main loop): the node
+ * disconnects now, as the run would once it looks, so that a resync
+ * asleep at its rate, or waiting for acks, stops at once
+ */
+static void drbd_resync_cancel_bh(void *opaque)
+{
+    DrbdJob *dj = opaque;
+    BDRVDrbdState *s = dj->s;
+    bool working = false;
+
+    if (s) {
+        qemu_mutex_lock(&s->lock);
+        working = dj->peer != NULL;
+        qemu_mutex_unlock(&s->lock);
+    }
+    if (working) {
+        drbd_resync_cancelled(s);
+    }
+    WITH_JOB_LOCK_GUARD() {
+        job_unref_locked(&dj->common);
+    }
+}
+
+static bool drbd_resync_job_cancel(Job *job, bool force)
+{
+    /* Once the job is marked cancelled, which follows this call */
+    WITH_JOB_LOCK_GUARD() {
+        job_ref_locked(job);
+    }
+    aio_bh_schedule_oneshot(qemu_get_aio_context(), drbd_resync_cancel_bh,
+                            container_of(job, DrbdJob, common));
+    return true;    /* no soft cancel: the job ends */
+}
+
+static void drbd_resync_job_make(BDRVDrbdState *s);
+
+/*
+ * The job is over (main loop): a resync asked for after its run's last
+ * look gets a new job, once this one is gone with its id
+ */
+static void drbd_resync_job_clean(Job *job)
+{
+    DrbdJob *dj = container_of(job, DrbdJob, common);
+    BDRVDrbdState *s = dj->s;
+    DrbdConnection *c;
+    bool again;
+
+    if (!s) {
+        return;
+    }
+    c = drbd_conn(s);
+    qemu_mutex_lock(&s->lock);
+    if (c->resync_job == dj) {
+        c->resync_job = NULL;
+    }
+    again = drbd_resync_wanted_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    if (again) {
+        drbd_job_defer(s, drbd_resync_job_make);
+    }
+}
+
+static const JobDriver drbd_resync_job_driver = {
+    .instance_size  = sizeof(DrbdJob),
+    .job_type       = JOB_TYPE_DRBD_RESYNC,
+    .run            = drbd_resync_job_run,
+    .pause          = drbd_job_pause,
+    .resume         = drbd_job_resume,
+    .cancel         = drbd_resync_job_cancel,
+    .clean          = drbd_resync_job_clean,
+};
+
+/* Main loop: the job for a resync that waits for one */
+static void drbd_resync_job_make(BDRVDrbdState *s)
+{
+    DrbdConnection *c = drbd_conn(s);
+    DrbdJob *dj;
+    bool make;
+
+    qemu_mutex_lock(&s->lock);
+    make = !c->resync_job && !qatomic_read(&s->closing) &&
+           drbd_resync_wanted_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    if (!make) {
+        return;
+    }
+    dj = drbd_job_new(s, &drbd_resync_job_driver);
+    qemu_mutex_lock(&s->lock);
+    c->resync_job = dj;
+    qemu_mutex_unlock(&s->lock);
+    job_start(&dj->common);
+}
+
+void drbd_resync_start(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdConnection *c = peer->conn;
+    uint64_t total;
+    bool make;
+
+    qemu_mutex_lock(&s->lock);
+    total = hbitmap_count(s->oos);
+    c->resync_total = total;
+    c->resync_done = 0;
+    c->rs_in_flight = 0;
+    c->rs_answered = 0;
+    drbd_resync_marks_start_locked(c);
+    peer->resync_wanted = true;
+    /* Its job takes it; or, if it just ended, its clean makes the next */
+    make = !c->resync_job;
+    drbd_jobs_wake_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_resync_start(s->bs, total);
+    if (make) {
+        drbd_job_defer(s, drbd_resync_job_make);
+    }
+}
+
+/* Resync bytes in sync now: the job's progress, out of what is left */
+static void drbd_resync_progress_locked(BDRVDrbdState *s, uint64_t bytes)
+{
+    DrbdConnection *c = drbd_conn(s);
+    DrbdJob *dj = c->resync_job;
+
+    if (dj) {
+        job_progress_update(&dj->common, bytes);
+        job_progress_set_remaining(&dj->common, hbitmap_count(s->oos));
+    }
+}
+
 /*
  * Both nodes are in sync: the meta receiver must not wait for the
  * metadata write (a drained node holds it back), so it goes on its own
@@ -536,10 +788,9 @@ static void coroutine_fn drbd_resync_finished_co(void *opaque)
 {
     DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
-    DrbdConnection *conn = peer->conn;
 
     drbd_resync_finished_uuids(peer);
-    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
+    drbd_set_state(s, peer->conn, -1, DRBD_CONN_STATE_CONNECTED, -1, -1,
                    DRBD_DISK_STATE_UP_TO_DATE, "resync finished");
     /* A failure marks the disk failed, which says it all */
     drbd_co_md_sync(s, false);
@@ -576,6 +827,7 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
         drbd_pace_marks_note(&conn->resync_marks,
                              qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
                              conn->resync_done);
+        drbd_resync_progress_locked(s, ack->bytes);
         finished = hbitmap_count(s->oos) == 0 &&
                    conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     }
@@ -620,6 +872,7 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
                                         p->mismatch);
     conn->resync_done += equal;
     conn->same_csum += equal;
+    drbd_resync_progress_locked(s, equal);
     finished = hbitmap_count(s->oos) == 0 &&
                conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     waiter = peer->resync_waiter;

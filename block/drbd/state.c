@@ -68,6 +68,10 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     d = s->disk;
     pr = conn->peer_role;
     pd = conn->peer_disk;
+    if (changed) {
+        /* A job that waits for the node's state looks again (job.c) */
+        drbd_jobs_wake_locked(s);
+    }
     qemu_mutex_unlock(&s->lock);
 
     if (!changed) {
@@ -345,7 +349,7 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
         r->finish = MAX(sp.finish, 0);
         r->paused_after = g_strdup(conn->resync_paused_after);
         r->paused = conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE &&
-                    conn->job_paused[DRBD_JOB_RESYNC];
+                    conn->resync_job && conn->resync_job->paused;
         info->resync = r;
     }
     if (conn->verify) {

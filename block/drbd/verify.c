@@ -26,9 +26,15 @@
  * A node that cannot answer as asked (its role changed, a resync runs)
  * answers SKIPPED, and the verify stops with the reason.
  *
- * Everything runs in the node's AioContext: the verify coroutine and the
- * coroutines that read for one request each are the peer's (they hold a
- * reference, drbd_peer_spawn()), and the receivers call in here.
+ * The verify is a QEMU job ('drbd-verify', job.c), and its .run the
+ * source's walk: the run holds a reference to the peer (the connection's
+ * teardown waits for it), works in the node's AioContext, follows the
+ * node when it moves, and calls job_pause_point() between two requests:
+ * job-pause holds the walk there (the requests in flight are answered),
+ * job-cancel stops it as a failure would.  The coroutines that read for
+ * one request each are the peer's (drbd_peer_spawn()), and the receivers
+ * call in here.  DRBD_VERIFY_FINISHED goes when the job ends, in the main
+ * loop, so that a drbd-verify sent after it finds the job's id free.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -103,6 +109,7 @@ static void drbd_verify_account(DrbdPeer *peer, uint64_t offset,
         uint32_t i;
 
         v->done += bytes;
+        job_progress_update(&v->job.common, bytes);
         drbd_pace_marks_note(&v->marks,
                              qemu_clock_get_ns(QEMU_CLOCK_REALTIME), v->done);
         for (i = 0; i < drbd_ov_blocks(bytes); i++) {
@@ -438,14 +445,6 @@ static DrbdRangeList *drbd_verify_ranges(DrbdVerify *v)
     return head;
 }
 
-static void coroutine_fn drbd_verify_resync_co(void *opaque)
-{
-    DrbdPeer *peer = opaque;
-
-    drbd_resync_run(peer);
-    drbd_peer_put(peer);
-}
-
 /*
  * Resync what was found: a primary sends it now; a secondary reconnects,
  * and the handshake gives its marked blocks to the primary, which sends
@@ -469,7 +468,7 @@ static bool drbd_verify_start_resync(DrbdPeer *peer, uint64_t bytes)
         drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
                        DRBD_DISK_STATE_INCONSISTENT,
                        "verify found out-of-sync blocks");
-        drbd_peer_spawn(peer, drbd_verify_resync_co, peer);
+        drbd_resync_start(peer);
     } else {
         drbd_peer_fail(peer, "verify found %" PRIu64 " bytes out of sync: "
                        "reconnecting, so that the primary resyncs them",
@@ -478,27 +477,22 @@ static bool drbd_verify_start_resync(DrbdPeer *peer, uint64_t bytes)
     return true;
 }
 
-static void coroutine_fn drbd_verify_co(void *opaque)
+static int coroutine_fn drbd_verify_run(Job *job, Error **errp)
 {
-    DrbdPeer *peer = opaque;
+    DrbdVerify *v = container_of(job, DrbdVerify, job.common);
+    DrbdPeer *peer = v->job.peer;
     BDRVDrbdState *s = peer->s;
-    DrbdConnection *conn = peer->conn;
-    DrbdVerify *v = conn->verify;
-    DrbdRangeList *ranges;
-    bool resynced = false;
+    DrbdConnection *c = peer->conn;
 
     while (v->next < v->end) {
         uint32_t bytes = MIN(DRBD_OV_MAX_BYTES, v->end - v->next);
         DrbdOvSend *os;
-        bool anchor;
+        bool anchor, cancelled;
 
+        /* Paused by the user, the job waits in the main loop (job.c) */
+        job_pause_point(job);
+        cancelled = job_is_cancelled(job);
         drbd_co_rehome(s);
-        /* Paused by the user (job-pause): wait, and follow the node */
-        while (drbd_job_paused(s, DRBD_JOB_VERIFY) &&
-               !qatomic_read(&peer->broken) && !qatomic_read(&v->error)) {
-            drbd_co_sleep(s, &v->sleep, 100 * SCALE_MS);
-            drbd_co_rehome(s);
-        }
         qemu_mutex_lock(&s->lock);
         while (v->inflight >= DRBD_OV_WINDOW && !qatomic_read(&peer->broken) &&
                !v->error) {
@@ -512,12 +506,14 @@ static void coroutine_fn drbd_verify_co(void *opaque)
         if (qatomic_read(&peer->broken) && !v->error) {
             v->error = g_strdup_printf("the connection was lost: %s",
                                        peer->broken_reason);
+        } else if (cancelled && !v->error) {
+            v->error = g_strdup("the verify was cancelled");
         } else if (!v->error && (s->role != v->role ||
-                                 conn->peer_role != v->peer_role)) {
+                                 c->peer_role != v->peer_role)) {
             v->error = g_strdup("the roles changed during the verify: run "
                                 "it again");
         }
-        anchor = drbd_verify_source_anchors(conn);
+        anchor = drbd_verify_source_anchors(c);
         qemu_mutex_unlock(&s->lock);
         if (v->error) {
             break;
@@ -584,41 +580,85 @@ static void coroutine_fn drbd_verify_co(void *opaque)
                      "of sync in [%" PRIu64 ", %" PRIu64 ")", drbd_name(s),
                      v->out_of_sync, v->start, v->end);
         if (v->resync && !v->error) {
-            resynced = drbd_verify_start_resync(peer, v->out_of_sync);
+            v->resynced = drbd_verify_start_resync(peer, v->out_of_sync);
         }
     }
     trace_drbd_verify_done(s->bs, v->done, v->out_of_sync, v->error ?: "");
 
-    /* Gone from query-drbd when the event is seen; a new one may start */
     qemu_mutex_lock(&s->lock);
-    conn->verify = NULL;
-    if (v->job) {
-        drbd_job_verify_done_locked(v->job, v->error);
-    }
+    v->job.peer = NULL;
     qemu_mutex_unlock(&s->lock);
+    /* The node may close from here on: see drbd_job_detach() */
+    drbd_peer_put(peer);
+
+    if (job_is_cancelled(job)) {
+        return -ECANCELED;
+    }
+    if (v->error) {
+        error_setg(errp, "%s", v->error);
+        return -EIO;
+    }
+    return 0;
+}
+
+/*
+ * The job ends (main loop): the verify is gone from query-drbd, a new
+ * one may start, and its event goes.  The job's id is free before the
+ * main loop takes the next command.
+ */
+static void drbd_verify_job_clean(Job *job)
+{
+    DrbdVerify *v = container_of(job, DrbdVerify, job.common);
+    BDRVDrbdState *s = v->job.s;
+    DrbdRangeList *ranges;
+
+    if (s) {
+        DrbdConnection *c = drbd_conn(s);
+
+        qemu_mutex_lock(&s->lock);
+        assert(c->verify == v);
+        c->verify = NULL;
+        qemu_mutex_unlock(&s->lock);
+    }
     ranges = drbd_verify_ranges(v);
-    qapi_event_send_drbd_verify_finished(bdrv_get_node_name(s->bs),
-                                         v->start, v->end - v->start,
-                                         v->done, v->out_of_sync, ranges,
-                                         resynced, v->error);
+    qapi_event_send_drbd_verify_finished(v->node_name, v->start,
+                                         v->end - v->start, v->done,
+                                         v->out_of_sync, ranges, v->resynced,
+                                         v->error);
     qapi_free_DrbdRangeList(ranges);
+}
+
+static void drbd_verify_job_free(Job *job)
+{
+    DrbdVerify *v = container_of(job, DrbdVerify, job.common);
+
     hbitmap_free(v->found);
     g_free(v->error);
-    g_free(v);
-    drbd_peer_put(peer);
+    g_free(v->node_name);
 }
+
+static const JobDriver drbd_verify_job_driver = {
+    .instance_size  = sizeof(DrbdVerify),
+    .job_type       = JOB_TYPE_DRBD_VERIFY,
+    .run            = drbd_verify_run,
+    .pause          = drbd_job_pause,
+    .resume         = drbd_job_resume,
+    .clean          = drbd_verify_job_clean,
+    .free           = drbd_verify_job_free,
+};
 
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
                       bool has_length, uint64_t length, bool resync,
                       Error **errp)
 {
-    /* With the one peer (see drbd_conn()) */
-    DrbdConnection *conn = drbd_conn(s);
+    DrbdConnection *c = drbd_conn(s);
+    DrbdRole role, peer_role;
     DrbdPeer *peer;
     DrbdVerify *v;
-    DrbdJob *job;
 
-    if (conn->verify_alg == DRBD_DIGEST_NONE) {
+    ERRP_GUARD();
+    GLOBAL_STATE_CODE();
+    if (c->verify_alg == DRBD_DIGEST_NONE) {
         error_setg(errp, "drbd node '%s' has no verify-alg: set one, the "
                    "same on both nodes", drbd_name(s));
         return -EINVAL;
@@ -642,50 +682,56 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
     }
 
     qemu_mutex_lock(&s->lock);
-    peer = drbd_peer_get_locked(conn);
-    if (!peer || conn->cstate != DRBD_CONN_STATE_CONNECTED) {
+    peer = drbd_peer_get_locked(c);
+    role = s->role;
+    peer_role = c->peer_role;
+    if (!peer || c->cstate != DRBD_CONN_STATE_CONNECTED) {
         error_setg(errp, "drbd node '%s' is %s: verify needs a connected "
                    "peer and no resync running", drbd_name(s),
-                   DrbdConnState_str(conn->cstate));
-    } else if (s->detached || drbd_disk_detached(conn->peer_disk)) {
+                   DrbdConnState_str(c->cstate));
+    } else if (s->detached || drbd_disk_detached(c->peer_disk)) {
         error_setg(errp, "drbd node '%s': verify compares two disks, and "
                    "%s none", drbd_name(s),
                    s->detached ? "this node has" : "its peer has");
-    } else if (conn->verify) {
+    } else if (c->verify) {
         error_setg(errp, "drbd node '%s' runs a verify already",
                    drbd_name(s));
-    } else if (resync && s->role != DRBD_ROLE_PRIMARY &&
-               conn->peer_role != DRBD_ROLE_PRIMARY) {
+    } else if (resync && role != DRBD_ROLE_PRIMARY &&
+               peer_role != DRBD_ROLE_PRIMARY) {
         error_setg(errp, "drbd node '%s': resync after verify needs a "
                    "primary to resync from; promote one, or verify without "
                    "resync", drbd_name(s));
-    } else {
-        v = g_new0(DrbdVerify, 1);
-        v->start = start;
-        v->next = start;
-        v->end = start + length;
-        v->resync = resync;
-        v->role = s->role;
-        v->peer_role = conn->peer_role;
-        v->found = hbitmap_alloc(length, DRBD_BM_GRANULARITY);
-        drbd_pace_marks_start(&v->marks,
-                              qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
-        conn->verify = v;
-        qemu_mutex_unlock(&s->lock);
-        trace_drbd_verify_start(s->bs, start, length, resync);
-        /* Its job first: the verify writes its end into it */
-        job = drbd_job_verify_new(s, v);
-        v->job = job;
-        drbd_peer_spawn(peer, drbd_verify_co, peer);
-        drbd_peer_put(peer);
-        if (job) {
-            drbd_job_verify_start(job);
-        }
-        return 0;
     }
     qemu_mutex_unlock(&s->lock);
-    if (peer) {
-        drbd_peer_put(peer);
+    if (*errp) {
+        if (peer) {
+            drbd_peer_put(peer);
+        }
+        return -EINVAL;
     }
-    return -EINVAL;
+
+    /*
+     * The verify is a job.  c->verify is the main loop's to set and clear:
+     * none can start meanwhile
+     */
+    v = container_of(drbd_job_new(s, &drbd_verify_job_driver), DrbdVerify,
+                     job);
+    v->start = start;
+    v->next = start;
+    v->end = start + length;
+    v->resync = resync;
+    v->role = role;
+    v->peer_role = peer_role;
+    v->found = hbitmap_alloc(length, DRBD_BM_GRANULARITY);
+    v->node_name = g_strdup(bdrv_get_node_name(s->bs));
+    drbd_pace_marks_start(&v->marks, qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
+                          0);
+    job_progress_set_remaining(&v->job.common, length);
+    qemu_mutex_lock(&s->lock);
+    v->job.peer = peer;             /* the run's reference from here on */
+    c->verify = v;
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_verify_start(s->bs, start, length, resync);
+    job_start(&v->job.common);
+    return 0;
 }
