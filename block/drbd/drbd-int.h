@@ -984,7 +984,7 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
 
 /* drbd.c */
 bool drbd_is_drbd_node(BlockDriverState *bs);
-int drbd_detach_disk(BDRVDrbdState *s, Error **errp);
+int coroutine_fn drbd_co_detach_disk(BDRVDrbdState *s, Error **errp);
 int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
                      Error **errp);
 

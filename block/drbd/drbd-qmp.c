@@ -136,12 +136,12 @@ void coroutine_fn qmp_drbd_demote(const char *node_name, Error **errp)
     drbd_co_demote(s, errp);
 }
 
-void qmp_drbd_detach(const char *node_name, Error **errp)
+void coroutine_fn qmp_drbd_detach(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
     if (s) {
-        drbd_detach_disk(s, errp);
+        drbd_co_detach_disk(s, errp);
     }
 }
 

@@ -1892,9 +1892,10 @@ static BlockDriver bdrv_drbd = {
 /*
  * drbd-detach: stop using the local disk, as a disk error under
  * on-io-error=detach does, once the local requests in flight are done.
- * Main loop.
+ * A QMP command, in a coroutine of the main loop: the drained section
+ * yields rather than blocking the monitor.
  */
-int drbd_detach_disk(BDRVDrbdState *s, Error **errp)
+int coroutine_fn drbd_co_detach_disk(BDRVDrbdState *s, Error **errp)
 {
     GLOBAL_STATE_CODE();
 
