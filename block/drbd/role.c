@@ -438,6 +438,36 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
     return ret;
 }
 
+/* Why @s's data, or (@remote) its peers', cannot be invalidated now */
+static int drbd_invalidate_check_locked(BDRVDrbdState *s, bool remote,
+                                        Error **errp)
+{
+    const char *name = drbd_name(s);
+
+    if (!remote && s->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "'%s' is primary: demote it before discarding its "
+                   "data", name);
+        return -EBUSY;
+    }
+    if (remote && s->disk != DRBD_DISK_STATE_UP_TO_DATE) {
+        error_setg(errp, "'%s': the local data is %s: it cannot replace "
+                   "the peer's", name, DrbdDiskState_str(s->disk));
+        return -EAGAIN;
+    }
+    if (remote && drbd_peer_primary_locked(s)) {
+        error_setg(errp, "'%s': the peer is primary: demote it before "
+                   "discarding its data", name);
+        return -EBUSY;
+    }
+    if (drbd_conn_in_locked(s, DRBD_CONN_RESYNCING |
+                            DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS))) {
+        error_setg(errp, "'%s': a resync or a connection handshake is "
+                   "running; try again when it is over", name);
+        return -EBUSY;
+    }
+    return 0;
+}
+
 /*
  * drbd-invalidate: our data is to be replaced by the peer's, all of it;
  * drbd-invalidate-remote: the peer's by ours.  Both mark the whole disk
@@ -457,32 +487,10 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
     int ret;
 
     qemu_mutex_lock(&s->lock);
-    if (!remote && s->role == DRBD_ROLE_PRIMARY) {
+    ret = drbd_invalidate_check_locked(s, remote, errp);
+    if (ret < 0) {
         qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s' is primary: demote it before discarding its "
-                   "data", name);
-        return -EBUSY;
-    }
-    if (remote && s->disk != DRBD_DISK_STATE_UP_TO_DATE) {
-        DrbdDiskState disk = s->disk;
-
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the local data is %s: it cannot replace "
-                   "the peer's", name, DrbdDiskState_str(disk));
-        return -EAGAIN;
-    }
-    if (remote && drbd_peer_primary_locked(s)) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': the peer is primary: demote it before "
-                   "discarding its data", name);
-        return -EBUSY;
-    }
-    if (drbd_conn_in_locked(s, DRBD_CONN_RESYNCING |
-                            DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS))) {
-        qemu_mutex_unlock(&s->lock);
-        error_setg(errp, "'%s': a resync or a connection handshake is "
-                   "running; try again when it is over", name);
-        return -EBUSY;
+        return ret;
     }
     drbd_oos_set_locked(s, 0, s->size);
     drbd_uuids_get_locked(s, &u);
