@@ -633,9 +633,10 @@ struct BDRVDrbdState {
 /*
  * The node's one connection, where code is still written for a single
  * peer: the guest write and its request state, the out-of-sync bitmap
- * (one per node), promotion and demotion (asked of one peer), the flat
- * fields of query-drbd.  Multi-node support turns each of its callers
- * into a loop over s->conns[].
+ * (one per node, in metadata slot 0), the resync's and the verify's jobs
+ * and drbd-verify, the flat fields of query-drbd and of its events, and
+ * a few messages.  Multi-node support turns each of its callers into a
+ * loop over s->conns[] (or a per-peer object).
  */
 static inline DrbdConnection *drbd_conn(BDRVDrbdState *s)
 {
