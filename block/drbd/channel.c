@@ -348,6 +348,21 @@ static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
     }
 }
 
+/* Break the connection to every peer of @s that has one, with @reason */
+void drbd_peers_fail(BDRVDrbdState *s, const char *reason)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdPeer *peer = drbd_peer_get(s->conns[i]);
+
+        if (peer) {
+            drbd_peer_fail(peer, "%s", reason);
+            drbd_peer_put(peer);
+        }
+    }
+}
+
 /*
  * The node moved to another context: wake the peer's coroutines where
  * they wait, so that they follow it (drbd_co_rehome())

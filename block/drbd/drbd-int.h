@@ -763,6 +763,7 @@ void drbd_peer_fail(DrbdPeer *peer, const char *fmt, ...)
     G_GNUC_PRINTF(2, 3);
 /* The same for @err, which it frees, after "@what: " unless @what is NULL */
 void drbd_peer_fail_err(DrbdPeer *peer, const char *what, Error *err);
+void drbd_peers_fail(BDRVDrbdState *s, const char *reason);
 void drbd_peer_kick(DrbdPeer *peer);
 int coroutine_fn drbd_send_meta(DrbdPeer *peer, GByteArray *pkt);
 void drbd_queue_meta(DrbdPeer *peer, const GByteArray *pkt);

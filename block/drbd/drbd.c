@@ -1941,9 +1941,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     DrbdSuperblock md = s->md.sb;
     uint64_t md_sb_offset = s->md.sb_offset;
     uint64_t al_tr_number = s->md.al_tr_number;
-    DrbdPeer *peer;
     DrbdUuids u;
-    unsigned i;
     int64_t len;
     int ret;
 
@@ -2083,13 +2081,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     }
 
     /* The handshakes, again, see the disk and start the resync */
-    for (i = 0; i < s->nr_conns; i++) {
-        peer = drbd_peer_get(s->conns[i]);
-        if (peer) {
-            drbd_peer_fail(peer, "a disk was attached");
-            drbd_peer_put(peer);
-        }
-    }
+    drbd_peers_fail(s, "a disk was attached");
 out:
     bdrv_drained_end(bs);
     return ret;

@@ -317,16 +317,7 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
          * A new generation, and a disk state the peer would refuse to
          * hear raised: let a new handshake decide
          */
-        unsigned i;
-
-        for (i = 0; i < s->nr_conns; i++) {
-            DrbdPeer *peer = drbd_peer_get(s->conns[i]);
-
-            if (peer) {
-                drbd_peer_fail(peer, "forced promotion: connecting again");
-                drbd_peer_put(peer);
-            }
-        }
+        drbd_peers_fail(s, "forced promotion: connecting again");
     } else {
         drbd_announce_role(s);
     }
@@ -481,9 +472,7 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
 {
     AioContext *old_ctx;
     const char *name = drbd_name(s);
-    DrbdPeer *peer;
     DrbdUuids u;
-    unsigned i;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -519,14 +508,8 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
         return ret;
     }
 
-    for (i = 0; i < s->nr_conns; i++) {
-        peer = drbd_peer_get(s->conns[i]);
-        if (peer) {
-            drbd_peer_fail(peer, remote ? "the peer's data was invalidated" :
-                           "the local data was invalidated");
-            drbd_peer_put(peer);
-        }
-    }
+    drbd_peers_fail(s, remote ? "the peer's data was invalidated" :
+                    "the local data was invalidated");
     return 0;
 }
 
@@ -543,17 +526,9 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
 static void drbd_demote_timeout_cb(void *opaque)
 {
     BDRVDrbdState *s = opaque;
-    unsigned i;
 
-    for (i = 0; i < s->nr_conns; i++) {
-        DrbdPeer *peer = drbd_peer_get(s->conns[i]);
-
-        if (peer) {
-            drbd_peer_fail(peer, "the peer did not ack our writes within "
-                           "ping-timeout before the demotion");
-            drbd_peer_put(peer);
-        }
-    }
+    drbd_peers_fail(s, "the peer did not ack our writes within "
+                    "ping-timeout before the demotion");
 }
 
 int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
