@@ -465,7 +465,6 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
     BDRVDrbdState *s = conn->s;
     bool new_generation;
-    DrbdUuids u;
     bool sync_source, sync_target, peer_diskless;
 
     qemu_mutex_lock(&s->lock);
@@ -479,12 +478,13 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
                   (peer->decision == DRBD_SYNC_TARGET ||
                    peer->decision == DRBD_SYNC_FULL_TARGET);
     peer_diskless = drbd_disk_detached(peer->disk);
-    sync_source = !sync_target && hbitmap_count(s->oos) && !s->detached &&
+    sync_source = !sync_target && hbitmap_count(conn->oos) && !s->detached &&
                   !peer_diskless &&
                   (peer->decision == DRBD_SYNC_SOURCE ||
                    peer->decision == DRBD_SYNC_FULL_SOURCE ||
                    s->role == DRBD_ROLE_PRIMARY);
     conn->peer = peer;
+    conn->lost_primary = false;
     conn->seq_gen++;
     conn->tx_seq = 0;
     conn->done_seq = 0;
@@ -505,7 +505,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     }
     if (sync_target) {
         peer->sync_target = true;
-        conn->resync_total = hbitmap_count(s->oos);
+        conn->resync_total = hbitmap_count(conn->oos);
         conn->resync_done = 0;
         drbd_resync_marks_start_locked(conn);
     }
@@ -538,16 +538,18 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
         qemu_mutex_lock(&s->lock);
     }
     conn->peer = NULL;
+    conn->lost_primary = conn->peer_role == DRBD_ROLE_PRIMARY;
+    if (conn->lost_primary && s->nr_conns > 1) {
+        /* Its last writes may have reached some survivors only */
+        drbd_recent_mark_locked(s, conn);
+    }
     /* Unacked resync chunks: their bits stay set, resent later */
     qatomic_sub(&conn->pe, g_hash_table_size(peer->resync_chunks));
     drbd_tl_connection_lost_locked(conn);
     /* A primary writes on without its peer: a new data generation */
-    drbd_uuids_get_locked(s, &u);
-    new_generation = drbd_uuid_peer_disk_lost(&u,
-                                              s->role == DRBD_ROLE_PRIMARY ||
-                                              s->md.primary_pending,
-                                              drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
+    new_generation = drbd_new_generation_locked(s,
+                                                s->role == DRBD_ROLE_PRIMARY ||
+                                                s->md.primary_pending);
     qemu_mutex_unlock(&s->lock);
     if (new_generation) {
         /* A failure is reported: the disk is failed and says so */

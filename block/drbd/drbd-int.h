@@ -45,17 +45,24 @@
  */
 #define DRBD_UUID_ZEROED        0x5a45524f45440000ULL   /* "ZEROED" */
 #define DRBD_RESYNC_CHUNK       (256 * KiB)
-/* Peers of one node (DRBD 9 allows 31; one until multi-node support) */
-#define DRBD_PEERS_MAX          1
+/* Peers of one node: a resource has up to 32 nodes, as with DRBD 9 */
+#define DRBD_PEERS_MAX          DRBD_MD_MAX_PEERS
 
 typedef struct BDRVDrbdState BDRVDrbdState;
 
 typedef struct DrbdConnection DrbdConnection;
 
-/* A guest write on the primary, from submission until the peer is done */
-typedef struct DrbdRequest {
+/*
+ * A guest write on the primary, for one peer, from submission until the
+ * peer is done: a guest write has one per peer, allocated together
+ * (tl.c), the first holding the write's activity-log extents
+ */
+typedef struct DrbdRequest DrbdRequest;
+struct DrbdRequest {
     BDRVDrbdState *s;
-    /* The connection it is sent on, if any (one peer per write, today) */
+    DrbdRequest *first;         /* the guest write's first request */
+    unsigned live;              /* first only: requests not freed yet */
+    /* Its peer's connection, which it is sent on if it was */
     DrbdConnection *conn;
     uint64_t id;                /* the cookie the peer echoes in acks */
     int64_t offset;
@@ -71,10 +78,10 @@ typedef struct DrbdRequest {
     unsigned state;             /* DRBD_RQ_* (req.h), under s->lock */
     Coroutine *waiter;          /* the guest's coroutine, while it waits */
     bool in_tl;                 /* in the transfer log */
-    bool al_held;               /* its extents are held in the AL */
+    bool al_held;               /* first only: the AL holds its extents */
     bool guest_gone;            /* the guest's coroutine returned */
     QTAILQ_ENTRY(DrbdRequest) tl_next;
-} DrbdRequest;
+};
 
 /* A receiver's buffer: bytes [pos, len) of data are read, not yet used */
 #define DRBD_RX_BUF_SIZE    (DRBD_WIRE_HEADER_SIZE + DRBD_WIRE_MAX_PAYLOAD)
@@ -235,6 +242,7 @@ typedef struct DrbdJob {
      * change while the run holds @peer
      */
     BDRVDrbdState *s;
+    DrbdConnection *conn;       /* the peer's, whose job it is */
     /*
      * Under s->lock: the connection the run works with, whose reference
      * it holds (the connection's teardown waits for the run), and
@@ -286,6 +294,14 @@ struct DrbdConnection {
     BDRVDrbdState *s;           /* the node */
     /* Configuration, fixed at open */
     uint8_t peer_node_id;
+    /* The metadata's bitmap slot that is this peer's (meta.c), at open */
+    unsigned slot;
+    /*
+     * This peer's out-of-sync bitmap, 4 KiB per bit: what the peer lacks
+     * (while we are its sync target: what we lack), under s->lock.  Kept
+     * in the metadata's slot @slot (meta.c).
+     */
+    HBitmap *oos;
     /* The protocol version of the latest HELLO exchange, under s->lock */
     uint32_t hello_version;
     char protocol;              /* 'A', 'B' or 'C' */
@@ -316,6 +332,16 @@ struct DrbdConnection {
     DrbdRole peer_role;
     DrbdDiskState peer_disk;
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
+    /*
+     * The node stopped while primary (DRBD_MDF_CRASHED_PRIMARY), and this
+     * peer's handshake has not taken that into account yet
+     */
+    bool crash_pending;
+    /*
+     * The connection broke while the peer was primary, and has not been
+     * made again (role.c: with more than one peer, promotion is forced)
+     */
+    bool lost_primary;
     bool connect_held;          /* split brain: wait for drbd-connect */
     const char *held_reason;    /* why, for the state change */
     /*
@@ -430,7 +456,12 @@ typedef struct DrbdMeta {
     uint64_t seq_written;       /* the newest of them on disk */
     uint64_t sb_offset;
     DrbdSuperblock sb;          /* as it is to be written next */
-    unsigned long *bm_dirty;    /* on-disk bitmap blocks changed */
+    /*
+     * On-disk bitmap blocks changed: bit slot * @bm_blocks + block, for
+     * the blocks of each slot
+     */
+    unsigned long *bm_dirty;
+    uint64_t bm_blocks;         /* blocks of the on-disk bitmap per slot */
     /* The activity log */
     DrbdAlCache *al;            /* its hot extents */
     uint64_t al_tr_number;      /* the last transaction written */
@@ -532,12 +563,6 @@ struct BDRVDrbdState {
     uint64_t next_req_id;
 
     /*
-     * Out-of-sync bitmap: what the peer lacks (on a sync target, what we
-     * lack), 4 KiB per bit
-     */
-    HBitmap *oos;
-
-    /*
      * Counters for query-drbd, updated and read without s->lock: bytes
      * (info drbd shows KiB) written and read on the local disk, metadata
      * transactions and bitmap blocks written, local requests and guest
@@ -556,6 +581,13 @@ struct BDRVDrbdState {
     DrbdMetaDisk meta_disk;
     BdrvChild *meta;            /* the external metadata child, if any */
     DrbdMeta md;                /* meta.c's */
+
+    /*
+     * The extents a primary peer wrote lately (meta.c), with more than
+     * one peer: a set and its order, oldest first, under s->lock
+     */
+    GHashTable *recent;
+    GQueue recent_order;
 
     /* Guest writes and resync reads in flight, for overlap checks */
     CoMutex reqs_lock;
@@ -684,8 +716,9 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
                     int cstate, int disk, int peer_role, int peer_disk,
                     const char *reason);
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
-void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u);
-void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u);
+void drbd_uuids_get_locked(DrbdConnection *conn, DrbdUuids *u);
+void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u);
+bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue);
 uint64_t drbd_fresh_uuid(void);
 char *drbd_uuid_hex(uint64_t uuid);
 void drbd_resync_finished_uuids(DrbdPeer *peer);
@@ -700,15 +733,33 @@ bool drbd_resync_after_check(BDRVDrbdState *s, Error **errp);
 const char *drbd_resync_after_busy(BDRVDrbdState *s);
 
 /* meta.c */
-void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
+void drbd_oos_set_locked(DrbdConnection *conn, uint64_t offset,
+                         uint64_t bytes);
+/* The same for every peer: none of them has what we have there */
+void drbd_oos_set_all_locked(BDRVDrbdState *s, uint64_t offset,
+                             uint64_t bytes);
 /*
  * Clear the 4 KiB blocks of [@offset, @offset + @bytes) (at most
  * DRBD_OV_MAX_BLOCKS) whose bit in @differ is clear; returns their bytes
  */
-uint64_t drbd_oos_reset_equal_locked(BDRVDrbdState *s, uint64_t offset,
+uint64_t drbd_oos_reset_equal_locked(DrbdConnection *conn, uint64_t offset,
                                      uint32_t bytes, uint64_t differ);
-void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
+void drbd_oos_reset_locked(DrbdConnection *conn, uint64_t offset,
                            uint64_t bytes);
+/* Whether a peer's bitmap marks a block of [@offset, @offset + @bytes) */
+bool drbd_oos_any_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
+/* A primary peer wrote [@offset, @offset + @bytes) here */
+void drbd_recent_note_locked(BDRVDrbdState *s, uint64_t offset,
+                             uint64_t bytes);
+/*
+ * The primary peer of @except was lost: what it wrote lately may differ
+ * between this node and each other peer
+ */
+void drbd_recent_mark_locked(BDRVDrbdState *s, DrbdConnection *except);
+void drbd_recent_free(BDRVDrbdState *s);
+/* Every peer gets an empty bitmap of s->size bytes, where it has none */
+void drbd_oos_alloc(BDRVDrbdState *s);
+void drbd_oos_free(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_al_begin_io(BDRVDrbdState *s, int64_t offset, int64_t bytes);
 void drbd_al_end_io_locked(BDRVDrbdState *s, int64_t offset, int64_t bytes);
@@ -776,10 +827,10 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
                            DrbdReqEvent ev);
 void drbd_tl_init(BDRVDrbdState *s);
 void drbd_tl_cleanup(BDRVDrbdState *s);
-DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdConnection *conn,
-                                   int64_t offset, int64_t bytes,
-                                   unsigned state, bool al_held);
-void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *req);
+DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdPeer *const *peers,
+                                   int64_t offset, int64_t bytes, bool fua,
+                                   bool al_held);
+void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *reqs);
 DrbdRequest *drbd_req_find_locked(DrbdConnection *conn, uint64_t id);
 int drbd_tl_barrier_acked_locked(DrbdConnection *conn, uint32_t epoch,
                                  Error **errp);
@@ -826,11 +877,12 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
 /* job.c: the jobs that run the resync and the verify */
 /*
  * Main loop: a job of @driver (an instance starting with a DrbdJob) for
- * the node, id "TYPE-NODE", or internal where that is no id or is taken
+ * the node's peer of @c, id "TYPE-NODE" (or "TYPE-NODE-PEER" with more
+ * than one peer), or internal where that is no id or is taken
  */
-DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver);
+DrbdJob *drbd_job_new(DrbdConnection *c, const JobDriver *driver);
 /* Call @fn in the main loop, where jobs are made; the close waits */
-void drbd_job_defer(BDRVDrbdState *s, void (*fn)(BDRVDrbdState *s));
+void drbd_job_defer(DrbdConnection *c, void (*fn)(DrbdConnection *c));
 /* The drivers' .pause and .resume: the job pauses in the main loop */
 void coroutine_fn drbd_job_pause(Job *job);
 void coroutine_fn drbd_job_resume(Job *job);

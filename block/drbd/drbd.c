@@ -61,7 +61,9 @@ static const char *const drbd_option_names[] = {
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
     "on-io-error", "disk-timeout", "size", "read-balancing",
 };
-static const char *const drbd_option_prefixes[] = { "listen.", "peer." };
+static const char *const drbd_option_prefixes[] = {
+    "listen.", "peer.", "peers.",
+};
 
 /* Move our options out of @options into a dict of their own */
 static QDict *drbd_take_options(QDict *options)
@@ -147,35 +149,53 @@ static bool drbd_addr_type_ok(const SocketAddress *addr)
  * security (DRBD's "net" section, and the resync's part of "disk")
  */
 static int drbd_apply_conn_options(DrbdConnection *conn,
-                                   BlockdevOptionsDrbd *o, Error **errp)
+                                   BlockdevOptionsDrbd *o,
+                                   const DrbdPeerOptions *po, Error **errp)
 {
     BDRVDrbdState *s = conn->s;
+    SocketAddress *listen = po ? po->listen : o->listen;
+    SocketAddress *peer = po ? po->address : o->peer;
 
     if (s->node_id > 31 || conn->peer_node_id > 31) {
-        error_setg(errp, "node-id and peer-node-id must be 0 to 31");
+        error_setg(errp, po ? "node-id and the node-id of each of peers "
+                   "must be 0 to 31" :
+                   "node-id and peer-node-id must be 0 to 31");
         return -EINVAL;
     }
     if (s->node_id == conn->peer_node_id) {
-        error_setg(errp, "node-id and peer-node-id are both %d",
-                   s->node_id);
-        error_append_hint(errp, "Give each node of a pair its own id.\n");
+        error_setg(errp, po ? "node-id %d is the node's own and a peer's" :
+                   "node-id and peer-node-id are both %d", s->node_id);
+        error_append_hint(errp, "Give each node of the resource its own "
+                          "id.\n");
         return -EINVAL;
     }
-    conn->protocol = 'A' + (o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
+    conn->protocol = 'A' + (po && po->has_protocol ? po->protocol :
+                            o->has_protocol ? o->protocol : DRBD_PROTOCOL_C);
     /*
      * A connection is made again and again, from an address: a file
      * descriptor would be used once and then closed (and the number
      * reused by something else)
      */
-    if ((o->listen && !drbd_addr_type_ok(o->listen)) ||
-        (o->peer && !drbd_addr_type_ok(o->peer))) {
-        error_setg(errp, "listen and peer must be inet or unix addresses");
+    if ((listen && !drbd_addr_type_ok(listen)) ||
+        (peer && !drbd_addr_type_ok(peer))) {
+        error_setg(errp, po ? "the address and listen of peer node %d must "
+                   "be inet or unix addresses" :
+                   "listen and peer must be inet or unix addresses",
+                   conn->peer_node_id);
         error_append_hint(errp, "A drbd node reconnects after every break, "
                           "so it cannot use a file descriptor or vsock.\n");
         return -EINVAL;
     }
-    conn->listen_addr = QAPI_CLONE(SocketAddress, o->listen);
-    conn->peer_addr = QAPI_CLONE(SocketAddress, o->peer);
+    if (po && !listen && !peer) {
+        error_setg(errp, "peer node %d has neither address nor listen",
+                   conn->peer_node_id);
+        error_append_hint(errp, "Give the peer's address to connect to, "
+                          "this node's address to accept it on (listen), "
+                          "or both.\n");
+        return -EINVAL;
+    }
+    conn->listen_addr = QAPI_CLONE(SocketAddress, listen);
+    conn->peer_addr = QAPI_CLONE(SocketAddress, peer);
     conn->connects = conn->peer_addr &&
                      (!conn->listen_addr || s->node_id < conn->peer_node_id);
 
@@ -233,6 +253,48 @@ static int drbd_apply_conn_options(DrbdConnection *conn,
 }
 
 /* The node's options, then its connection's (one peer, for now) */
+/* The connections of a node given @peers: one per peer */
+static int drbd_apply_peers(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
+                            Error **errp)
+{
+    DrbdPeerOptionsList *l;
+    uint32_t seen = 0;
+    int ret;
+
+    if (o->listen || o->peer || o->has_peer_node_id) {
+        error_setg(errp, "peers is given with listen, peer or "
+                   "peer-node-id");
+        error_append_hint(errp, "Give each peer's addresses in its entry "
+                          "of peers (address, listen), or use listen, "
+                          "peer and peer-node-id alone for one peer.\n");
+        return -EINVAL;
+    }
+    for (l = o->peers; l; l = l->next) {
+        DrbdConnection *conn;
+
+        if (s->nr_conns == DRBD_PEERS_MAX) {
+            error_setg(errp, "peers lists more than %d peers",
+                       DRBD_PEERS_MAX);
+            return -EINVAL;
+        }
+        if (l->value->node_id < 32 && (seen & (1u << l->value->node_id))) {
+            error_setg(errp, "peers lists node-id %d twice",
+                       l->value->node_id);
+            return -EINVAL;
+        }
+        if (l->value->node_id < 32) {
+            seen |= 1u << l->value->node_id;
+        }
+        conn = drbd_conn_new(s, l->value->node_id);
+        s->conns[s->nr_conns++] = conn;
+        ret = drbd_apply_conn_options(conn, o, l->value, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
 static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                               Error **errp)
 {
@@ -291,10 +353,13 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         return -EINVAL;
     }
 
-    conn = drbd_conn_new(s, o->has_peer_node_id ? o->peer_node_id :
-                            (s->node_id == 0 ? 1 : 0));
-    s->conns[s->nr_conns++] = conn;
-    return drbd_apply_conn_options(conn, o, errp);
+    if (!o->peers) {
+        conn = drbd_conn_new(s, o->has_peer_node_id ? o->peer_node_id :
+                                (s->node_id == 0 ? 1 : 0));
+        s->conns[s->nr_conns++] = conn;
+        return drbd_apply_conn_options(conn, o, NULL, errp);
+    }
+    return drbd_apply_peers(s, o, errp);
 }
 
 static void drbd_free_state(BDRVDrbdState *s)
@@ -306,7 +371,8 @@ static void drbd_free_state(BDRVDrbdState *s)
     drbd_tl_cleanup(s);
     drbd_chunk_bufs_free(s);
     drbd_md_free(s);
-    g_clear_pointer(&s->oos, hbitmap_free);
+    drbd_oos_free(s);
+    drbd_recent_free(s);
     while (s->nr_conns) {
         drbd_secure_close(s->conns[s->nr_conns - 1]);
         drbd_conn_free(s->conns[--s->nr_conns]);
@@ -382,21 +448,30 @@ static int GRAPH_RDLOCK drbd_keep_children_active(BlockDriverState *bs,
  */
 static void drbd_open_as_primary(BDRVDrbdState *s)
 {
-    DrbdUuids u;
-
     s->disk = DRBD_DISK_STATE_UP_TO_DATE;
     if (s->md.child && !s->md.writable) {
         return;     /* a read-only look at the image shows it as it is */
     }
-    drbd_uuids_get_locked(s, &u);
-    drbd_uuid_promote(&u, false, false, drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
+    drbd_new_generation_locked(s, true);
+    s->md.sb.uuid_current |= DRBD_UUID_PRIMARY_FLAG;
 }
 
-/* Wait up to @ms for the handshake with the (one) peer to finish */
+/* Whether the handshake with every peer is over */
+static bool drbd_all_connected(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (qatomic_read(&s->conns[i]->cstate) < DRBD_CONN_STATE_CONNECTED) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Wait up to @ms for the handshake with every peer to finish */
 static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
 {
-    DrbdConnection *conn = drbd_conn(s);
     AioContext *ctx = bdrv_get_aio_context(s->bs);
     bool timed_out = false;
     QEMUTimer *timer;
@@ -404,8 +479,7 @@ static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
     timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_MS,
                           drbd_timer_set_flag, &timed_out);
     timer_mod(timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + ms);
-    while (!timed_out && qatomic_read(&conn->cstate) <
-                         DRBD_CONN_STATE_CONNECTED) {
+    while (!timed_out && !drbd_all_connected(s)) {
         aio_poll(ctx, true);
     }
     timer_free(timer);
@@ -524,7 +598,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     }
     if (s->meta_disk == DRBD_META_DISK_NONE) {
         s->size = size;
-        s->oos = hbitmap_alloc(size, DRBD_BM_GRANULARITY);
+        drbd_oos_alloc(s);
         /* No history: the data counts as a fresh image's */
         s->md.sb.uuid_current = DRBD_UUID_ZEROED;
         if (s->role == DRBD_ROLE_PRIMARY) {
@@ -747,7 +821,7 @@ drbd_co_write_local(BlockDriverState *bs, uint16_t cmd, int64_t offset,
             *diskless = true;
         } else {
             qemu_mutex_lock(&s->lock);
-            drbd_oos_set_locked(s, offset, bytes);
+            drbd_oos_set_all_locked(s, offset, bytes);
             qemu_mutex_unlock(&s->lock);
         }
     }
@@ -765,13 +839,12 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
                      BdrvRequestFlags flags)
 {
     BDRVDrbdState *s = bs->opaque;
-    /* A write goes to one peer, with one request state (see drbd_conn()) */
-    DrbdConnection *conn = drbd_conn(s);
-    DrbdRequest *req;
-    DrbdPeer *peer;
+    DrbdPeer *peers[DRBD_PEERS_MAX] = { NULL };
+    DrbdRequest *reqs;
     BlockReq active;
     uint32_t dp_flags = 0;
-    bool diskless;
+    bool diskless, served, all_oos;
+    unsigned i;
     int ret = 0;
 
     ret = drbd_check_primary(s, "write");
@@ -797,7 +870,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
            (ret = drbd_al_begin_io(s, offset, bytes)) == -EAGAIN) {
         /* The open epochs hold every slot: close them to free them */
         uint32_t epoch;
-        unsigned i;
+        DrbdPeer *peer;
 
         for (i = 0; i < s->nr_conns; i++) {
             peer = drbd_peer_get(s->conns[i]);
@@ -820,42 +893,50 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     }
 
     /*
-     * Without our disk, the peer's is the only copy: wait for its write
-     * ack, which protocols A and B get by asking for FUA
+     * Without our disk, the peers' are the only copies: wait for their
+     * write acks, which protocols A and B get by asking for FUA
      */
-    if (diskless && conn->protocol != 'C') {
-        dp_flags |= DRBD_DP_FUA;
-    }
-
     qemu_mutex_lock(&s->lock);
     /*
-     * The peer, or a bit in the bitmap, in one go: see drbd_peer_run().
-     * A peer whose disk is gone gets no data: the bitmap records it.
+     * Each peer, or a bit in its bitmap, in one go: see drbd_peer_run().
+     * A peer whose disk is gone gets no data: its bitmap records it.
      */
-    peer = drbd_disk_detached(conn->peer_disk) ? NULL :
-           drbd_peer_get_locked(conn);
-    if (diskless && (!peer || conn->peer_disk !=
-                     DRBD_DISK_STATE_UP_TO_DATE)) {
+    served = false;
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        if (!drbd_disk_detached(conn->peer_disk)) {
+            peers[i] = drbd_peer_get_locked(conn);
+        }
+        served |= peers[i] && conn->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
+    }
+    if (diskless && !served) {
         qemu_mutex_unlock(&s->lock);
-        if (peer) {
-            drbd_peer_put(peer);
+        for (i = 0; i < s->nr_conns; i++) {
+            if (peers[i]) {
+                drbd_peer_put(peers[i]);
+            }
         }
         qemu_co_mutex_lock(&s->reqs_lock);
         reqlist_remove_req(&active);
         qemu_co_mutex_unlock(&s->reqs_lock);
         return drbd_no_peer_for_io(s, "write");
     }
-    req = drbd_tl_submit_locked(s, peer ? conn : NULL, offset, bytes,
-                                drbd_req_initial_state(conn->protocol,
-                                    diskless || (flags & BDRV_REQ_FUA)),
-                                s->md.al && !diskless);
+    reqs = drbd_tl_submit_locked(s, peers, offset, bytes,
+                                 diskless || (flags & BDRV_REQ_FUA),
+                                 s->md.al && !diskless);
     qatomic_inc(&s->ap);
     qatomic_add(&s->lo, !diskless);
     qemu_mutex_unlock(&s->lock);
 
-    if (peer) {
-        drbd_send_write(peer, req, cmd, qiov, qiov_offset, dp_flags);
-        drbd_peer_put(peer);
+    for (i = 0; i < s->nr_conns; i++) {
+        if (peers[i]) {
+            drbd_send_write(peers[i], &reqs[i], cmd, qiov, qiov_offset,
+                            dp_flags | (diskless &&
+                                        s->conns[i]->protocol != 'C' ?
+                                        DRBD_DP_FUA : 0));
+            drbd_peer_put(peers[i]);
+        }
     }
 
     if (!diskless) {
@@ -868,32 +949,43 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (cmd == DRBD_CMD_DATA && ret == 0 && !diskless) {
         stat64_add(&s->dw, bytes);
     }
-    if (ret == 0 && !diskless && s->whole_blocks && conn->peer &&
-        conn->peer->sync_target && !(req->state & DRBD_RQ_NET_OOS)) {
+    all_oos = true;
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+        DrbdRequest *req = &reqs[i];
+
+        if (ret == 0 && !diskless && s->whole_blocks && conn->peer &&
+            conn->peer->sync_target && !(req->state & DRBD_RQ_NET_OOS)) {
+            /*
+             * A sync target: its blocks are the newest here now, and on
+             * the peer, which has the write; the resync skips them
+             * (peer.c)
+             */
+            drbd_oos_reset_locked(conn, offset, bytes);
+        }
         /*
-         * A sync target: its blocks are the newest here now, and on the
-         * peer, which has the write; the resync skips them (peer.c)
+         * Detached, the local half counts as done: the write is the
+         * peers', and succeeds if one of them got it
          */
-        drbd_oos_reset_locked(s, offset, bytes);
+        drbd_req_event_locked(s, req, ret < 0 && !diskless ?
+                                      DRBD_EV_LOCAL_ERROR : DRBD_EV_LOCAL_OK);
     }
-    /*
-     * Detached, the local half counts as done: the write is the peer's,
-     * and succeeds if the peer got it
-     */
-    drbd_req_event_locked(s, req, ret < 0 && !diskless ?
-                                  DRBD_EV_LOCAL_ERROR : DRBD_EV_LOCAL_OK);
-    while (!(req->state & DRBD_RQ_COMPLETED)) {
-        req->waiter = qemu_coroutine_self();
-        qemu_mutex_unlock(&s->lock);
-        qemu_coroutine_yield();
-        qemu_mutex_lock(&s->lock);
+    /* One request at a time holds the coroutine: one wake per yield */
+    for (i = 0; i < s->nr_conns; i++) {
+        while (!(reqs[i].state & DRBD_RQ_COMPLETED)) {
+            reqs[i].waiter = qemu_coroutine_self();
+            qemu_mutex_unlock(&s->lock);
+            qemu_coroutine_yield();
+            qemu_mutex_lock(&s->lock);
+        }
+        all_oos &= !!(reqs[i].state & DRBD_RQ_NET_OOS);
     }
     if (diskless) {
-        ret = (req->state & DRBD_RQ_NET_OOS) ? -EIO : 0;
+        ret = all_oos ? -EIO : 0;
     }
     stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
     qatomic_dec(&s->ap);
-    drbd_tl_guest_done_locked(s, req);
+    drbd_tl_guest_done_locked(s, reqs);
     qemu_mutex_unlock(&s->lock);
 
     if (diskless && ret == 0) {
@@ -943,7 +1035,7 @@ static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     }
     s->meta_disk = DRBD_META_DISK_NONE;
     s->size = o->size;
-    s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
+    drbd_oos_alloc(s);
     s->md.sb.uuid_current = DRBD_UUID_ZEROED;
     s->md.writable = false;
     s->detached = true;
@@ -977,7 +1069,7 @@ static bool drbd_read_lacking(BDRVDrbdState *s, int64_t offset,
     }
     qemu_mutex_lock(&s->lock);
     lacking = s->disk != DRBD_DISK_STATE_UP_TO_DATE &&
-              hbitmap_next_dirty(s->oos, offset, bytes) >= 0;
+              drbd_oos_any_locked(s, offset, bytes);
     qemu_mutex_unlock(&s->lock);
     return lacking;
 }
@@ -1418,7 +1510,7 @@ static int GRAPH_RDLOCK drbd_md_reactivate(BlockDriverState *bs,
                          bs->file->bs->filename);
         return len;
     }
-    g_clear_pointer(&s->oos, hbitmap_free);
+    drbd_oos_free(s);
     drbd_md_free(s);
     s->md.al_recovered = 0;
     s->md.al_damaged = false;
@@ -1426,9 +1518,7 @@ static int GRAPH_RDLOCK drbd_md_reactivate(BlockDriverState *bs,
     if (drbd_md_open(s, s->meta_disk == DRBD_META_DISK_EXTERNAL ?
                      DRBD_MD_EXTERNAL : DRBD_MD_INTERNAL, len, errp) < 0) {
         s->md.failed = true;    /* nothing could record the writes */
-        if (!s->oos) {
-            s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
-        }
+        drbd_oos_alloc(s);
         drbd_local_error(s, DRBD_IO_OPERATION_METADATA, -EIO);
         return -EIO;
     }
@@ -1942,6 +2032,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     uint64_t md_sb_offset = s->md.sb_offset;
     uint64_t al_tr_number = s->md.al_tr_number;
     DrbdUuids u;
+    unsigned i;
     int64_t len;
     int ret;
 
@@ -2012,7 +2103,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
             ret = -EINVAL;
         }
     } else {
-        g_clear_pointer(&s->oos, hbitmap_free);
+        drbd_oos_free(s);
         drbd_md_free(s);
         s->md.al_recovered = 0;
         s->md.al_damaged = false;
@@ -2038,12 +2129,10 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
             qemu_mutex_lock(&s->lock);
             s->disk = DRBD_DISK_STATE_DISKLESS;
             qemu_mutex_unlock(&s->lock);
-            g_clear_pointer(&s->oos, hbitmap_free);
+            drbd_oos_free(s);
         }
     }
-    if (!s->oos) {
-        s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
-    }
+    drbd_oos_alloc(s);
     if (ret < 0) {
         bdrv_graph_rdunlock_main_loop();
         error_prepend(errp, "'%s': the new disk is refused: ", name);
@@ -2052,10 +2141,11 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
 
     /* Nothing on the new disk is trusted: all of it comes from the peer */
     qemu_mutex_lock(&s->lock);
-    drbd_oos_set_locked(s, 0, s->size);
-    drbd_uuids_get_locked(s, &u);
-    drbd_uuid_init(&u);
-    drbd_uuids_set_locked(s, &u);
+    drbd_oos_set_all_locked(s, 0, s->size);
+    for (i = 0; i < s->nr_conns; i++) {
+        drbd_uuid_init(&u);
+        drbd_uuids_set_locked(s->conns[i], &u);
+    }
     s->md.failed = false;
     s->md.writable = s->meta_disk != DRBD_META_DISK_NONE;
     s->no_peer_reported = false;

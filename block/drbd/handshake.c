@@ -107,8 +107,8 @@ static int coroutine_fn drbd_send_bitmap(DrbdPeer *peer, Error **errp)
     int ret = 0;
 
     qemu_mutex_lock(&s->lock);
-    while (hbitmap_next_dirty_area(s->oos, offset, s->size, INT64_MAX,
-                                   &start, &count)) {
+    while (hbitmap_next_dirty_area(peer->conn->oos, offset, s->size,
+                                   INT64_MAX, &start, &count)) {
         hbitmap_set(hb, start >> DRBD_BM_GRANULARITY,
                     DIV_ROUND_UP(start + count, 1 << DRBD_BM_GRANULARITY) -
                     (start >> DRBD_BM_GRANULARITY));
@@ -347,6 +347,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     DrbdConnection *conn = peer->conn;
     DrbdSyncDecision d = o->decision;
     int64_t start = 0, count;
+    unsigned i;
 
     qemu_mutex_lock(&s->lock);
     if (s->hs_gen != gen) {
@@ -360,26 +361,33 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->hs_uuids = o->peer_uuids;
     conn->discard_my_data = false;
-    s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
-    drbd_uuids_set_locked(s, &o->self_uuids);
+    /* A crash as primary is over once every peer has had its say */
+    conn->crash_pending = false;
+    for (i = 0; i < s->nr_conns && !s->conns[i]->crash_pending; i++) {
+        /* look on */
+    }
+    if (i == s->nr_conns) {
+        s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+    }
+    drbd_uuids_set_locked(conn, &o->self_uuids);
     if (d == DRBD_SYNC_NONE && o->rule != 0 &&
         s->role != DRBD_ROLE_PRIMARY) {
         /* The same generation on both sides: nothing differs */
-        drbd_oos_reset_locked(s, 0, s->size);
+        drbd_oos_reset_locked(conn, 0, s->size);
     } else if (d == DRBD_SYNC_FULL_SOURCE || d == DRBD_SYNC_FULL_TARGET) {
-        drbd_oos_set_locked(s, 0, s->size);
+        drbd_oos_set_locked(conn, 0, s->size);
     } else {
         while (hbitmap_next_dirty_area(their_bm, start, INT64_MAX,
                                        INT64_MAX, &start, &count)) {
             uint64_t off = (uint64_t)start << DRBD_BM_GRANULARITY;
 
-            drbd_oos_set_locked(s, off,
+            drbd_oos_set_locked(conn, off,
                                 MIN((uint64_t)count << DRBD_BM_GRANULARITY,
                                     s->size - off));
             start += count;
         }
     }
-    peer->resync_bits = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY;
+    peer->resync_bits = hbitmap_count(conn->oos) >> DRBD_BM_GRANULARITY;
     qemu_mutex_unlock(&s->lock);
 
     if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
@@ -407,6 +415,55 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     if (drbd_co_md_sync(s, false) < 0) {
         error_setg(errp, "could not write the metadata after the handshake");
         return -EIO;
+    }
+    return 0;
+}
+
+/*
+ * With more than one peer, a node takes one resync at a time, and from
+ * the primary where there is one: a second source, or a secondary source
+ * beside a primary, would race the primary's writes to the same blocks.
+ * A resync that would do so waits: the handshake fails, and the
+ * connection is made again after connect-interval.
+ */
+static int drbd_resync_allowed(DrbdPeer *peer, DrbdSyncDecision d,
+                               bool peer_primary, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    bool target = d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET;
+    bool source = d == DRBD_SYNC_SOURCE || d == DRBD_SYNC_FULL_SOURCE;
+    int busy = -1, primary = -1;
+    unsigned i;
+
+    if (s->nr_conns < 2 || (!target && !source)) {
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c == peer->conn) {
+            continue;
+        }
+        if (target && (c->cstate == DRBD_CONN_STATE_SYNC_TARGET ||
+                       (c->peer && c->peer->sync_target))) {
+            busy = c->peer_node_id;
+        }
+        if (!peer_primary && s->role != DRBD_ROLE_PRIMARY &&
+            c->peer_role == DRBD_ROLE_PRIMARY) {
+            primary = c->peer_node_id;
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (busy >= 0) {
+        error_setg(errp, "the resync from the peer waits for the one from "
+                   "node %d to finish", busy);
+        return -EAGAIN;
+    }
+    if (primary >= 0) {
+        error_setg(errp, "no resync between two secondaries while node %d "
+                   "is primary: it resyncs each of them", primary);
+        return -EAGAIN;
     }
     return 0;
 }
@@ -450,11 +507,12 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     self = (DrbdHandshakeSide) {
         .disk = drbd_hs_disk(s->disk),
         .primary = s->role == DRBD_ROLE_PRIMARY,
-        .crashed_primary = s->md.sb.flags & DRBD_MDF_CRASHED_PRIMARY,
-        .changes = hbitmap_count(s->oos) >> DRBD_BM_GRANULARITY,
+        .crashed_primary = (s->md.sb.flags & DRBD_MDF_CRASHED_PRIMARY) &&
+                           conn->crash_pending,
+        .changes = hbitmap_count(conn->oos) >> DRBD_BM_GRANULARITY,
         .discard_my_data = conn->discard_my_data,
     };
-    drbd_uuids_get_locked(s, &self.uuids);
+    drbd_uuids_get_locked(conn, &self.uuids);
     gen = s->hs_gen;
     peer->hs_primary = self.primary;
     qemu_mutex_unlock(&s->lock);
@@ -552,6 +610,10 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         conn->connect_held = true;
         conn->held_reason = "split brain: waiting for drbd-connect";
         qemu_mutex_unlock(&s->lock);
+    }
+    if (ret == 0) {
+        ret = drbd_resync_allowed(peer, outcome.decision,
+                                  st.role == DRBD_ROLE_PRIMARY, errp);
     }
     if (ret == 0) {
         ret = drbd_handshake_apply(peer, gen, &outcome, their_bm, errp);

@@ -19,7 +19,10 @@
  *   drbd-verify   one drbd-verify, until its DRBD_VERIFY_FINISHED.
  *                 Cancelled, the verify stops as if it had failed.
  *
- * Their ids are "drbd-resync-NODE" and "drbd-verify-NODE".  A node
+ * Each peer has its own (a resync, like a verify, is between two
+ * nodes).  Their ids are "drbd-resync-NODE" and "drbd-verify-NODE",
+ * with "-PEER" after them (the peer's node id) where the node has more
+ * than one peer.  A node
  * whose name is no valid id (a node the user did not name), or whose id
  * the user took, gets an internal job instead, which query-jobs does not
  * list: the work always runs in a job.
@@ -69,8 +72,8 @@ static bool drbd_job_must_stop_locked(DrbdJob *dj)
  */
 static void drbd_job_wake_bh(void *opaque)
 {
-    BDRVDrbdState *s = opaque;
-    DrbdConnection *c = drbd_conn(s);
+    DrbdConnection *c = opaque;
+    BDRVDrbdState *s = c->s;
     DrbdJob *found[2], *wake[2];
     int i, n = 0;
 
@@ -94,9 +97,9 @@ static void drbd_job_wake_bh(void *opaque)
     }
 }
 
-DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver)
+DrbdJob *drbd_job_new(DrbdConnection *c, const JobDriver *driver)
 {
-    DrbdConnection *c = drbd_conn(s);
+    BDRVDrbdState *s = c->s;
     const char *name = bdrv_get_node_name(s->bs);
     g_autofree char *id = NULL;
     Error *local_err = NULL;
@@ -104,7 +107,10 @@ DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver)
 
     GLOBAL_STATE_CODE();
     if (id_wellformed(name)) {
-        id = g_strdup_printf("%s-%s", JobType_str(driver->job_type), name);
+        id = s->nr_conns > 1 ?
+             g_strdup_printf("%s-%s-%u", JobType_str(driver->job_type), name,
+                             c->peer_node_id) :
+             g_strdup_printf("%s-%s", JobType_str(driver->job_type), name);
         dj = job_create(id, driver, NULL, qemu_get_aio_context(),
                         JOB_DEFAULT, NULL, NULL, &local_err);
         if (!dj) {
@@ -119,9 +125,10 @@ DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver)
                         JOB_INTERNAL, NULL, NULL, &error_abort);
     }
     dj->s = s;
+    dj->conn = c;
     qemu_mutex_lock(&s->lock);
     if (!c->job_bh) {
-        c->job_bh = aio_bh_new(qemu_get_aio_context(), drbd_job_wake_bh, s);
+        c->job_bh = aio_bh_new(qemu_get_aio_context(), drbd_job_wake_bh, c);
     }
     qemu_mutex_unlock(&s->lock);
     trace_drbd_job_new(s->bs, id ?: "(internal)");
@@ -130,28 +137,26 @@ DrbdJob *drbd_job_new(BDRVDrbdState *s, const JobDriver *driver)
 
 /* The scheduled calls of drbd_job_defer() */
 typedef struct DrbdJobDeferred {
-    BDRVDrbdState *s;
-    void (*fn)(BDRVDrbdState *s);
+    DrbdConnection *c;
+    void (*fn)(DrbdConnection *c);
 } DrbdJobDeferred;
 
 static void drbd_job_deferred_bh(void *opaque)
 {
     DrbdJobDeferred *d = opaque;
-    BDRVDrbdState *s = d->s;
-    DrbdConnection *c = drbd_conn(s);
+    DrbdConnection *c = d->c;
 
-    d->fn(s);
+    d->fn(c);
     g_free(d);
     qatomic_dec(&c->job_bhs);
     aio_wait_kick();
 }
 
-void drbd_job_defer(BDRVDrbdState *s, void (*fn)(BDRVDrbdState *s))
+void drbd_job_defer(DrbdConnection *c, void (*fn)(DrbdConnection *c))
 {
     DrbdJobDeferred *d = g_new(DrbdJobDeferred, 1);
-    DrbdConnection *c = drbd_conn(s);
 
-    *d = (DrbdJobDeferred) { .s = s, .fn = fn };
+    *d = (DrbdJobDeferred) { .c = c, .fn = fn };
     qatomic_inc(&c->job_bhs);
     aio_bh_schedule_oneshot(qemu_get_aio_context(), drbd_job_deferred_bh, d);
 }
@@ -204,9 +209,9 @@ void coroutine_fn drbd_job_resume(Job *job)
     }
 }
 
-void drbd_job_detach(BDRVDrbdState *s)
+static void drbd_job_detach_conn(DrbdConnection *c)
 {
-    DrbdConnection *c = drbd_conn(s);
+    BDRVDrbdState *s = c->s;
     DrbdVerify *v;
     DrbdJob *dj;
     QEMUBH *bh;
@@ -236,5 +241,14 @@ void drbd_job_detach(BDRVDrbdState *s)
          */
         dj->s = NULL;
         job_enter(&dj->common);
+    }
+}
+
+void drbd_job_detach(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        drbd_job_detach_conn(s->conns[i]);
     }
 }

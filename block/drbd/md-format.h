@@ -110,6 +110,19 @@ typedef struct DrbdSuperblock {
     DrbdMdSlot slots[DRBD_MD_MAX_PEERS];    /* the first @max_peers */
 } DrbdSuperblock;
 
+/* Where slot @slot's bitmap UUID is kept: slot 0's in uuid_bitmap */
+static inline uint64_t *drbd_md_slot_uuid_ptr(DrbdSuperblock *sb,
+                                              unsigned slot)
+{
+    return slot ? &sb->slots[slot].bitmap_uuid : &sb->uuid_bitmap;
+}
+
+static inline uint64_t drbd_md_slot_uuid(const DrbdSuperblock *sb,
+                                         unsigned slot)
+{
+    return slot ? sb->slots[slot].bitmap_uuid : sb->uuid_bitmap;
+}
+
 /*
  * Where everything is in the image (internal placement) or in the meta
  * image (external placement); all offsets and lengths in bytes

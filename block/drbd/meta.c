@@ -48,12 +48,13 @@
                              (1 << DRBD_BM_GRANULARITY))
 
 /*
- * Changes of the out-of-sync bitmap, marking the on-disk blocks they
- * touch as changed.  Under s->lock.
+ * Changes of a peer's out-of-sync bitmap, marking the on-disk blocks of
+ * its slot that they touch as changed.  Under s->lock.
  */
-static void drbd_bm_dirty_locked(BDRVDrbdState *s, uint64_t offset,
+static void drbd_bm_dirty_locked(DrbdConnection *conn, uint64_t offset,
                                  uint64_t bytes)
 {
+    BDRVDrbdState *s = conn->s;
     uint64_t first, last;
 
     if (!s->md.child || !bytes) {
@@ -61,31 +62,75 @@ static void drbd_bm_dirty_locked(BDRVDrbdState *s, uint64_t offset,
     }
     first = offset / DRBD_BM_BLOCK_SPAN;
     last = (offset + bytes - 1) / DRBD_BM_BLOCK_SPAN;
-    bitmap_set(s->md.bm_dirty, first, last - first + 1);
+    bitmap_set(s->md.bm_dirty, conn->slot * s->md.bm_blocks + first,
+               last - first + 1);
 }
 
 /*
  * Only a change dirties the on-disk bitmap: a write to a range already
  * out of sync costs no bitmap write when its extent leaves the log
  */
-void drbd_oos_set_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes)
+void drbd_oos_set_locked(DrbdConnection *conn, uint64_t offset,
+                         uint64_t bytes)
 {
-    if (bytes && hbitmap_next_zero(s->oos, offset, bytes) >= 0) {
-        hbitmap_set(s->oos, offset, bytes);
-        drbd_bm_dirty_locked(s, offset, bytes);
+    if (bytes && hbitmap_next_zero(conn->oos, offset, bytes) >= 0) {
+        hbitmap_set(conn->oos, offset, bytes);
+        drbd_bm_dirty_locked(conn, offset, bytes);
     }
 }
 
-void drbd_oos_reset_locked(BDRVDrbdState *s, uint64_t offset,
+void drbd_oos_set_all_locked(BDRVDrbdState *s, uint64_t offset,
+                             uint64_t bytes)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        drbd_oos_set_locked(s->conns[i], offset, bytes);
+    }
+}
+
+void drbd_oos_reset_locked(DrbdConnection *conn, uint64_t offset,
                            uint64_t bytes)
 {
-    if (bytes && hbitmap_next_dirty(s->oos, offset, bytes) >= 0) {
-        hbitmap_reset(s->oos, offset, bytes);
-        drbd_bm_dirty_locked(s, offset, bytes);
+    if (bytes && hbitmap_next_dirty(conn->oos, offset, bytes) >= 0) {
+        hbitmap_reset(conn->oos, offset, bytes);
+        drbd_bm_dirty_locked(conn, offset, bytes);
     }
 }
 
-uint64_t drbd_oos_reset_equal_locked(BDRVDrbdState *s, uint64_t offset,
+bool drbd_oos_any_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (hbitmap_next_dirty(s->conns[i]->oos, offset, bytes) >= 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void drbd_oos_alloc(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (!s->conns[i]->oos) {
+            s->conns[i]->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
+        }
+    }
+}
+
+void drbd_oos_free(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        g_clear_pointer(&s->conns[i]->oos, hbitmap_free);
+    }
+}
+
+uint64_t drbd_oos_reset_equal_locked(DrbdConnection *conn, uint64_t offset,
                                      uint32_t bytes, uint64_t differ)
 {
     uint64_t equal = 0;
@@ -96,22 +141,113 @@ uint64_t drbd_oos_reset_equal_locked(BDRVDrbdState *s, uint64_t offset,
         uint64_t len = MIN(DRBD_OV_BLOCK, offset + bytes - off);
 
         if (!(differ & (1ULL << i))) {
-            drbd_oos_reset_locked(s, off, len);
+            drbd_oos_reset_locked(conn, off, len);
             equal += len;
         }
     }
     return equal;
 }
 
-/* The on-disk form of bitmap block @i, under s->lock */
-static void drbd_bm_block_serialize_locked(BDRVDrbdState *s, uint64_t i,
-                                           uint8_t *buf)
+/*
+ * The activity-log extents that a primary peer wrote to here lately, the
+ * newest DRBD_RECENT_EXTENTS of them (with more than one peer): when the
+ * primary is lost, the writes it had in flight may have reached some of
+ * the survivors and not others, somewhere in these.  Under s->lock.
+ */
+#define DRBD_RECENT_EXTENTS     1024
+
+void drbd_recent_note_locked(BDRVDrbdState *s, uint64_t offset,
+                             uint64_t bytes)
 {
+    uint64_t e, first, last;
+
+    if (!bytes) {
+        return;
+    }
+    if (!s->recent) {
+        s->recent = g_hash_table_new(NULL, NULL);
+        g_queue_init(&s->recent_order);
+    }
+    first = offset / DRBD_AL_EXTENT_SIZE;
+    last = (offset + bytes - 1) / DRBD_AL_EXTENT_SIZE;
+    for (e = first; e <= last; e++) {
+        gpointer key = GSIZE_TO_POINTER(e + 1);
+
+        if (!g_hash_table_add(s->recent, key)) {
+            continue;
+        }
+        g_queue_push_tail(&s->recent_order, key);
+        if (g_queue_get_length(&s->recent_order) > DRBD_RECENT_EXTENTS) {
+            g_hash_table_remove(s->recent,
+                                g_queue_pop_head(&s->recent_order));
+        }
+    }
+}
+
+void drbd_recent_mark_locked(BDRVDrbdState *s, DrbdConnection *except)
+{
+    GList *l;
+    unsigned i;
+
+    if (!s->recent) {
+        return;
+    }
+    for (l = s->recent_order.head; l; l = l->next) {
+        uint64_t off = (GPOINTER_TO_SIZE(l->data) - 1) * DRBD_AL_EXTENT_SIZE;
+
+        if (off >= s->size) {
+            continue;
+        }
+        for (i = 0; i < s->nr_conns; i++) {
+            if (s->conns[i] != except) {
+                drbd_oos_set_locked(s->conns[i], off,
+                                    MIN(DRBD_AL_EXTENT_SIZE, s->size - off));
+            }
+        }
+    }
+}
+
+void drbd_recent_free(BDRVDrbdState *s)
+{
+    if (s->recent) {
+        g_queue_clear(&s->recent_order);
+        g_clear_pointer(&s->recent, g_hash_table_destroy);
+    }
+}
+
+/* The peer whose bitmap metadata slot @slot holds, if any */
+static DrbdConnection *drbd_slot_conn(BDRVDrbdState *s, unsigned slot)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->slot == slot && s->conns[i]->oos) {
+            return s->conns[i];
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The on-disk form of bitmap block @g (slot g / bm_blocks), under
+ * s->lock; where @g is, in the metadata
+ */
+static uint64_t drbd_bm_block_serialize_locked(BDRVDrbdState *s, uint64_t g,
+                                               uint8_t *buf)
+{
+    unsigned slot = g / s->md.bm_blocks;
+    uint64_t i = g % s->md.bm_blocks;
     uint64_t start = i * DRBD_BM_BLOCK_SPAN;
     uint64_t count = MIN(DRBD_BM_BLOCK_SPAN, s->size - start);
+    DrbdConnection *conn = drbd_slot_conn(s, slot);
 
     memset(buf, 0, DRBD_MD_BM_BLOCK_SIZE);
-    hbitmap_serialize_part(s->oos, buf, start, count);
+    if (conn) {
+        hbitmap_serialize_part(conn->oos, buf, start, count);
+    }
+    return s->md.sb.bm_offset +
+           slot * drbd_md_bm_bytes(s->md.sb.data_size) +
+           i * DRBD_MD_BM_BLOCK_SIZE;
 }
 
 /*
@@ -170,8 +306,8 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
 {
     g_autofree uint8_t *buf = qemu_blockalign(s->md.child->bs,
                                               DRBD_MD_BM_BLOCK_SIZE);
-    uint64_t nblocks = DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN);
-    uint64_t i, k;
+    uint64_t nblocks = s->md.sb.max_peers * s->md.bm_blocks;
+    uint64_t i, k, offset;
     int ret;
 
     for (k = 0; k < (blocks ? n : nblocks); k++) {
@@ -181,12 +317,11 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
             qemu_mutex_unlock(&s->lock);
             continue;
         }
-        drbd_bm_block_serialize_locked(s, i, buf);
+        offset = drbd_bm_block_serialize_locked(s, i, buf);
         clear_bit(i, s->md.bm_dirty);
         qemu_mutex_unlock(&s->lock);
 
-        ret = drbd_md_write_block(s, s->md.sb.bm_offset +
-                                  i * DRBD_MD_BM_BLOCK_SIZE, buf, 0);
+        ret = drbd_md_write_block(s, offset, buf, 0);
         qemu_mutex_lock(&s->lock);
         if (ret < 0) {
             set_bit(i, s->md.bm_dirty);
@@ -210,7 +345,8 @@ drbd_bm_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
 typedef struct DrbdBmWriteTask {
     AioTask task;               /* first: the pool frees the task */
     BDRVDrbdState *s;
-    uint64_t block;
+    uint64_t block;             /* slot * bm_blocks + block, for bm_dirty */
+    uint64_t offset;            /* where it is written */
     uint8_t *buf;               /* serialized by the writer, freed here */
 } DrbdBmWriteTask;
 
@@ -221,8 +357,7 @@ static int coroutine_fn drbd_bm_write_task_entry(AioTask *task)
     int ret;
 
     bdrv_graph_co_rdlock();
-    ret = drbd_md_write_block(s, s->md.sb.bm_offset +
-                              t->block * DRBD_MD_BM_BLOCK_SIZE, t->buf, 0);
+    ret = drbd_md_write_block(s, t->offset, t->buf, 0);
     bdrv_graph_co_rdunlock();
     qemu_mutex_lock(&s->lock);
     if (ret < 0) {
@@ -261,7 +396,7 @@ drbd_bm_co_write_blocks(BDRVDrbdState *s, const uint64_t *blocks, unsigned n)
             .block = blocks[k],
             .buf = qemu_blockalign(s->md.child->bs, DRBD_MD_BM_BLOCK_SIZE),
         };
-        drbd_bm_block_serialize_locked(s, blocks[k], t->buf);
+        t->offset = drbd_bm_block_serialize_locked(s, blocks[k], t->buf);
         clear_bit(blocks[k], s->md.bm_dirty);
         qemu_mutex_unlock(&s->lock);
 
@@ -324,6 +459,23 @@ again:
 }
 
 /*
+ * Add the bitmap block of AL extent @extent in every peer's slot to
+ * @blocks (holding @n); returns the new count
+ */
+static unsigned drbd_bm_extent_blocks(BDRVDrbdState *s, uint32_t extent,
+                                      uint64_t *blocks, unsigned n)
+{
+    uint64_t block = (uint64_t)extent * DRBD_AL_EXTENT_SIZE /
+                     DRBD_BM_BLOCK_SPAN;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        blocks[n++] = s->conns[i]->slot * s->md.bm_blocks + block;
+    }
+    return n;
+}
+
+/*
  * Write one activity-log transaction with the queued updates.  Entered
  * and left with s->lock held, by the one coroutine that set
  * s->md.al_writing.
@@ -332,7 +484,9 @@ static int coroutine_fn GRAPH_RDLOCK
 drbd_al_write_transaction_locked(BDRVDrbdState *s)
 {
     DrbdAlCacheUpdate upd[DRBD_AL_CACHE_MAX_UPDATES];
-    uint64_t bm_blocks[DRBD_AL_CACHE_MAX_UPDATES + DRBD_AL_BM_AHEAD];
+    g_autofree uint64_t *bm_blocks = g_new(uint64_t, s->nr_conns *
+                                           (DRBD_AL_CACHE_MAX_UPDATES +
+                                            DRBD_AL_BM_AHEAD));
     uint32_t victims[DRBD_AL_BM_AHEAD];
     g_autofree uint32_t *slots = g_new(uint32_t, s->md.sb.al_extents);
     g_autofree DrbdAlTransaction *tr = g_new0(DrbdAlTransaction, 1);
@@ -358,8 +512,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
         tr->updates[i].extent = upd[i].new_extent;
         slots[upd[i].slot] = upd[i].new_extent;
         if (upd[i].old_extent != DRBD_AL_EXTENT_NONE) {
-            bm_blocks[nbm++] = (uint64_t)upd[i].old_extent *
-                               DRBD_AL_EXTENT_SIZE / DRBD_BM_BLOCK_SPAN;
+            nbm = drbd_bm_extent_blocks(s, upd[i].old_extent, bm_blocks, nbm);
         }
     }
     /*
@@ -372,8 +525,7 @@ drbd_al_write_transaction_locked(BDRVDrbdState *s)
                                                  DRBD_AL_BM_AHEAD);
 
         for (i = 0; i < nv; i++) {
-            bm_blocks[nbm++] = (uint64_t)victims[i] * DRBD_AL_EXTENT_SIZE /
-                               DRBD_BM_BLOCK_SPAN;
+            nbm = drbd_bm_extent_blocks(s, victims[i], bm_blocks, nbm);
         }
     }
     drbd_al_next_context(tr->tr_number, s->md.sb.al_extents, s->md.sb.al_blocks,
@@ -556,27 +708,64 @@ static int GRAPH_RDLOCK drbd_md_read(BDRVDrbdState *s, uint64_t offset,
 }
 
 /*
- * The one peer's bitmap is slot 0 (see drbd_conn()): with metadata that
- * has slots, say whose it is, and whose metadata this is, on disk with
- * the next superblock.  Slots of another version's making that name
- * either node already are left as they are.
+ * Give each peer its bitmap slot: the one that names it, or else a free
+ * one, claimed for it on disk with the next superblock (and the
+ * metadata named this node's).  Metadata of one slot (version 1) keeps
+ * its slot for the one peer; a node without peers uses slot 0.
  */
-static void drbd_md_slot_claim(BDRVDrbdState *s)
+static int drbd_md_slot_claim(BDRVDrbdState *s, Error **errp)
 {
-    uint32_t peer, i;
+    DrbdSuperblock *sb = &s->md.sb;
+    unsigned i, k;
 
-    if (s->md.sb.max_peers < 2 || !drbd_replicates(s)) {
-        return;
+    if (s->nr_conns > sb->max_peers) {
+        error_setg(errp, "the metadata of '%s' has %u bitmap slot%s, for "
+                   "%u peer%s, but the node has %u peers: create it with "
+                   "max-peers=%u or more", s->md.child->bs->filename,
+                   sb->max_peers, sb->max_peers == 1 ? "" : "s",
+                   sb->max_peers, sb->max_peers == 1 ? "" : "s",
+                   s->nr_conns, s->nr_conns);
+        error_append_hint(errp, "qemu-img create -f drbd -o max-peers=N "
+                          "makes it; see the docs for an existing image.\n");
+        return -EINVAL;
     }
-    peer = drbd_conn(s)->peer_node_id;
-    for (i = 1; i < s->md.sb.max_peers; i++) {
-        if (s->md.sb.slots[i].node_id == peer ||
-            s->md.sb.slots[i].node_id == s->node_id) {
-            return;
+    if (sb->max_peers < 2 || !drbd_replicates(s)) {
+        for (i = 0; i < s->nr_conns; i++) {
+            s->conns[i]->slot = i;
         }
+        return 0;
     }
-    s->md.sb.node_id = s->node_id;
-    s->md.sb.slots[0].node_id = peer;
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+        unsigned free_slot = sb->max_peers;
+
+        for (k = 0; k < sb->max_peers; k++) {
+            if (sb->slots[k].node_id == conn->peer_node_id) {
+                break;
+            }
+            if (sb->slots[k].node_id == DRBD_MD_SLOT_FREE &&
+                free_slot == sb->max_peers) {
+                free_slot = k;
+            }
+        }
+        if (k == sb->max_peers) {
+            if (free_slot == sb->max_peers) {
+                error_setg(errp, "the metadata of '%s' has no bitmap slot "
+                           "left for peer node %u: its %u slots are other "
+                           "nodes'", s->md.child->bs->filename,
+                           conn->peer_node_id, sb->max_peers);
+                error_append_hint(errp, "qemu-img info shows whose they "
+                                  "are; recreate the metadata with more "
+                                  "max-peers for a new node id.\n");
+                return -EINVAL;
+            }
+            k = free_slot;
+            sb->slots[k].node_id = conn->peer_node_id;
+            sb->node_id = s->node_id;
+        }
+        conn->slot = k;
+    }
+    return 0;
 }
 
 /*
@@ -633,15 +822,19 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     }
     s->md.sb_offset = sb_offset;
     s->size = s->md.sb.data_size;
-    drbd_md_slot_claim(s);
+    ret = drbd_md_slot_claim(s, errp);
+    if (ret < 0) {
+        return ret;
+    }
     s->disk = (s->md.sb.flags & DRBD_MDF_WAS_UP_TO_DATE) ?
               DRBD_DISK_STATE_UP_TO_DATE :
               (s->md.sb.flags & DRBD_MDF_CONSISTENT) ?
               DRBD_DISK_STATE_CONSISTENT : DRBD_DISK_STATE_INCONSISTENT;
 
-    /* The bitmap */
-    s->oos = hbitmap_alloc(s->size, DRBD_BM_GRANULARITY);
-    s->md.bm_dirty = bitmap_new(DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN) ?: 1);
+    /* The bitmaps, one per peer, from its slot */
+    drbd_oos_alloc(s);
+    s->md.bm_blocks = DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN) ?: 1;
+    s->md.bm_dirty = bitmap_new(s->md.sb.max_peers * s->md.bm_blocks);
     if (s->size) {
         bm_buf = qemu_try_blockalign(s->md.child->bs, layout.bm_bytes);
         if (!bm_buf) {
@@ -649,12 +842,16 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                        "out-of-sync bitmap", layout.bm_bytes);
             return -ENOMEM;
         }
-        ret = drbd_md_read(s, s->md.sb.bm_offset, layout.bm_bytes, bm_buf,
-                           "bitmap", errp);
-        if (ret < 0) {
-            return ret;
+        for (i = 0; i < s->nr_conns; i++) {
+            ret = drbd_md_read(s, s->md.sb.bm_offset +
+                               s->conns[i]->slot * layout.bm_bytes,
+                               layout.bm_bytes, bm_buf, "bitmap", errp);
+            if (ret < 0) {
+                return ret;
+            }
+            hbitmap_deserialize_part(s->conns[i]->oos, bm_buf, 0, s->size,
+                                     true);
         }
-        hbitmap_deserialize_part(s->oos, bm_buf, 0, s->size, true);
     }
 
     /* The activity log */
@@ -678,7 +875,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
         for (i = 0; i < s->md.sb.al_extents; i++) {
             slots[i] = DRBD_AL_EXTENT_NONE;
         }
-        drbd_oos_set_locked(s, 0, s->size);
+        drbd_oos_set_all_locked(s, 0, s->size);
         found = false;
         s->md.al_damaged = true;
     }
@@ -704,8 +901,8 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
             if (slots[i] != DRBD_AL_EXTENT_NONE) {
                 uint64_t off = (uint64_t)slots[i] * DRBD_AL_EXTENT_SIZE;
 
-                drbd_oos_set_locked(s, off, MIN(DRBD_AL_EXTENT_SIZE,
-                                                s->size - off));
+                drbd_oos_set_all_locked(s, off, MIN(DRBD_AL_EXTENT_SIZE,
+                                                    s->size - off));
                 n++;
             }
         }
@@ -717,6 +914,10 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
         trace_drbd_al_recovered(s->bs, n, s->md.al_tr_number);
     }
 
+    for (i = 0; i < s->nr_conns; i++) {
+        s->conns[i]->crash_pending =
+            s->md.sb.flags & DRBD_MDF_CRASHED_PRIMARY;
+    }
     s->md.al = drbd_al_cache_new(s->md.sb.al_extents);
     if (drbd_al_cache_load(s->md.al, slots, errp) < 0) {
         return -EINVAL;
@@ -1147,7 +1348,8 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
     for (i = 0; i < ARRAY_SIZE(s->md.sb.uuid_history); i++) {
         QAPI_LIST_APPEND(tail, drbd_uuid_hex(s->md.sb.uuid_history[i]));
     }
-    info->out_of_sync = hbitmap_count(s->oos);
+    /* The first peer's (see drbd_conn()) */
+    info->out_of_sync = hbitmap_count(drbd_conn(s)->oos);
     info->al_extents = s->md.sb.al_extents;
     info->al_active = s->md.al ? drbd_al_cache_nr_hot(s->md.al) : 0;
     info->max_peers = s->md.sb.max_peers;
@@ -1159,8 +1361,7 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
                                  DRBD_MD_SLOT_FREE;
         slot->peer_node_id = slot->has_peer_node_id ?
                              s->md.sb.slots[i].node_id : 0;
-        slot->bitmap_uuid = drbd_uuid_hex(i ? s->md.sb.slots[i].bitmap_uuid :
-                                          s->md.sb.uuid_bitmap);
+        slot->bitmap_uuid = drbd_uuid_hex(drbd_md_slot_uuid(&s->md.sb, i));
         QAPI_LIST_APPEND(slots, slot);
     }
     qemu_mutex_unlock(&s->lock);

@@ -170,8 +170,8 @@ drbd_apply_resync_lacking(BDRVDrbdState *s, DrbdApply *a,
         bool found;
 
         qemu_mutex_lock(&s->lock);
-        found = hbitmap_next_dirty_area(s->oos, start, end, INT64_MAX,
-                                        &start, &count);
+        found = hbitmap_next_dirty_area(a->peer->conn->oos, start, end,
+                                        INT64_MAX, &start, &count);
         qemu_mutex_unlock(&s->lock);
         if (!found) {
             break;
@@ -189,7 +189,7 @@ drbd_apply_resync_lacking(BDRVDrbdState *s, DrbdApply *a,
             break;
         }
         qemu_mutex_lock(&s->lock);
-        drbd_oos_reset_locked(s, start, count);
+        drbd_oos_reset_locked(a->peer->conn, start, count);
         qemu_mutex_unlock(&s->lock);
         start += count;
     }
@@ -272,7 +272,7 @@ static void coroutine_fn drbd_apply_co(void *opaque)
         stat64_add(&s->dw, ret == 0 ? a->p.bytes : 0);
     }
     if (drbd_is_resync_write(a->cmd) && ret == 0 && !lacking) {
-        drbd_oos_reset_locked(s, a->p.offset, a->p.bytes);
+        drbd_oos_reset_locked(peer->conn, a->p.offset, a->p.bytes);
     }
     qemu_mutex_unlock(&s->lock);
 
@@ -393,6 +393,11 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         return -EPROTO;
     }
 
+    if (!drbd_is_resync_write(cmd) && s->nr_conns > 1) {
+        qemu_mutex_lock(&s->lock);
+        drbd_recent_note_locked(s, p->offset, p->bytes);
+        qemu_mutex_unlock(&s->lock);
+    }
     qatomic_inc(&conn->ua);
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
         stat64_add(&conn->nr, p->bytes);
@@ -509,8 +514,8 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
         conn->resync_done = 0;
         drbd_resync_marks_start_locked(conn);
     }
-    drbd_oos_set_locked(s, range->offset, range->bytes);
-    conn->resync_total = hbitmap_count(s->oos);
+    drbd_oos_set_locked(peer->conn, range->offset, range->bytes);
+    conn->resync_total = hbitmap_count(peer->conn->oos);
     qemu_mutex_unlock(&s->lock);
 
     drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_TARGET,
@@ -545,8 +550,8 @@ static void coroutine_fn drbd_csum_compared(DrbdPeer *peer,
                      (1ULL << drbd_ov_blocks(p->bytes)) - 1;
     }
     qemu_mutex_lock(&s->lock);
-    conn->same_csum += drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
-                                                     r.mismatch);
+    conn->same_csum += drbd_oos_reset_equal_locked(conn, p->offset,
+                                                   p->bytes, r.mismatch);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_csum(s->bs, p->offset, p->bytes, r.mismatch);
 
@@ -616,7 +621,7 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp)
     drbd_wait_applies(peer, &peer->resync_inflight);
 
     qemu_mutex_lock(&s->lock);
-    left = hbitmap_count(s->oos);
+    left = hbitmap_count(peer->conn->oos);
     peer->sync_target = false;
     qemu_mutex_unlock(&s->lock);
 

@@ -270,7 +270,7 @@ static int drbd_check_write_integrity(DrbdConnection *conn, uint16_t cmd,
     ret = drbd_check_integrity(conn->integrity, cmd, p, &local_err);
     if (ret == -EBADMSG) {
         qemu_mutex_lock(&s->lock);
-        drbd_oos_set_locked(s, p->offset, p->bytes);
+        drbd_oos_set_locked(conn, p->offset, p->bytes);
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "%s: not written, marked out of sync",
                    error_get_pretty(local_err));

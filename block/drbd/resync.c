@@ -79,7 +79,7 @@ static int coroutine_fn drbd_resync_announce(DrbdPeer *peer)
         bool found;
 
         qemu_mutex_lock(&s->lock);
-        found = hbitmap_next_dirty_area(s->oos, offset, s->size,
+        found = hbitmap_next_dirty_area(peer->conn->oos, offset, s->size,
                                         DRBD_WIRE_MAX_ZEROES, &start,
                                         &count);
         qemu_mutex_unlock(&s->lock);
@@ -457,7 +457,7 @@ static bool coroutine_fn drbd_resync_csums(DrbdJob *dj, DrbdPeer *peer,
             return false;
         }
         qemu_mutex_lock(&s->lock);
-        found = hbitmap_next_dirty_area(s->oos, offset, s->size,
+        found = hbitmap_next_dirty_area(peer->conn->oos, offset, s->size,
                                         DRBD_RESYNC_CHUNK, &start, &count);
         qemu_mutex_unlock(&s->lock);
         if (!found) {
@@ -526,7 +526,7 @@ static void coroutine_fn drbd_resync_run(DrbdJob *dj, DrbdPeer *peer)
          * when the resync started.
          */
         qemu_mutex_lock(&s->lock);
-        found = hbitmap_next_dirty_area(s->oos, offset, s->size,
+        found = hbitmap_next_dirty_area(peer->conn->oos, offset, s->size,
                                         DRBD_RESYNC_CHUNK, &start, &count);
         qemu_mutex_unlock(&s->lock);
         if (!found) {
@@ -549,9 +549,8 @@ static void coroutine_fn drbd_resync_run(DrbdJob *dj, DrbdPeer *peer)
 }
 
 /* A resync waits for the job to run it: that of the connection */
-static bool drbd_resync_wanted_locked(BDRVDrbdState *s)
+static bool drbd_resync_wanted_locked(DrbdConnection *c)
 {
-    DrbdConnection *c = drbd_conn(s);
     DrbdPeer *peer = c->peer;
 
     return peer && peer->resync_wanted && !qatomic_read(&peer->broken);
@@ -567,15 +566,15 @@ static int drbd_resync_job_look_locked(DrbdJob *dj, DrbdPeer **peer,
                                        Error **errp)
 {
     BDRVDrbdState *s = dj->s;
-    DrbdConnection *c = drbd_conn(s);
+    DrbdConnection *c = dj->conn;
 
-    if (drbd_resync_wanted_locked(s)) {
+    if (drbd_resync_wanted_locked(c)) {
         *peer = drbd_peer_get_locked(c);
         (*peer)->resync_wanted = false;
         dj->peer = *peer;
-        job_progress_set_remaining(&dj->common, hbitmap_count(s->oos));
+        job_progress_set_remaining(&dj->common, hbitmap_count(c->oos));
     } else if (c->cstate == DRBD_CONN_STATE_CONNECTED &&
-               !hbitmap_count(s->oos)) {
+               !hbitmap_count(c->oos)) {
         job_progress_set_remaining(&dj->common, 0);
         return 0;
     } else if (c->cstate == DRBD_CONN_STATE_STANDALONE) {
@@ -587,9 +586,9 @@ static int drbd_resync_job_look_locked(DrbdJob *dj, DrbdPeer **peer,
 }
 
 /* job-cancel: the node disconnects and stands alone until drbd-connect */
-static void drbd_resync_cancelled(BDRVDrbdState *s)
+static void drbd_resync_cancelled(DrbdConnection *c)
 {
-    DrbdConnection *c = drbd_conn(s);
+    BDRVDrbdState *s = c->s;
     DrbdPeer *peer;
 
     qemu_mutex_lock(&s->lock);
@@ -621,7 +620,7 @@ static int coroutine_fn drbd_resync_job_run(Job *job, Error **errp)
             return -EIO;
         }
         if (job_is_cancelled(job)) {
-            drbd_resync_cancelled(s);
+            drbd_resync_cancelled(dj->conn);
             return -ECANCELED;
         }
 
@@ -666,7 +665,7 @@ static void drbd_resync_cancel_bh(void *opaque)
         qemu_mutex_unlock(&s->lock);
     }
     if (working) {
-        drbd_resync_cancelled(s);
+        drbd_resync_cancelled(dj->conn);
     }
     WITH_JOB_LOCK_GUARD() {
         job_unref_locked(&dj->common);
@@ -684,7 +683,7 @@ static bool drbd_resync_job_cancel(Job *job, bool force)
     return true;    /* no soft cancel: the job ends */
 }
 
-static void drbd_resync_job_make(BDRVDrbdState *s);
+static void drbd_resync_job_make(DrbdConnection *c);
 
 /*
  * The job is over (main loop): a resync asked for after its run's last
@@ -700,15 +699,15 @@ static void drbd_resync_job_clean(Job *job)
     if (!s) {
         return;
     }
-    c = drbd_conn(s);
+    c = dj->conn;
     qemu_mutex_lock(&s->lock);
     if (c->resync_job == dj) {
         c->resync_job = NULL;
     }
-    again = drbd_resync_wanted_locked(s);
+    again = drbd_resync_wanted_locked(c);
     qemu_mutex_unlock(&s->lock);
     if (again) {
-        drbd_job_defer(s, drbd_resync_job_make);
+        drbd_job_defer(c, drbd_resync_job_make);
     }
 }
 
@@ -723,20 +722,20 @@ static const JobDriver drbd_resync_job_driver = {
 };
 
 /* Main loop: the job for a resync that waits for one */
-static void drbd_resync_job_make(BDRVDrbdState *s)
+static void drbd_resync_job_make(DrbdConnection *c)
 {
-    DrbdConnection *c = drbd_conn(s);
+    BDRVDrbdState *s = c->s;
     DrbdJob *dj;
     bool make;
 
     qemu_mutex_lock(&s->lock);
     make = !c->resync_job && !qatomic_read(&s->closing) &&
-           drbd_resync_wanted_locked(s);
+           drbd_resync_wanted_locked(c);
     qemu_mutex_unlock(&s->lock);
     if (!make) {
         return;
     }
-    dj = drbd_job_new(s, &drbd_resync_job_driver);
+    dj = drbd_job_new(c, &drbd_resync_job_driver);
     qemu_mutex_lock(&s->lock);
     c->resync_job = dj;
     qemu_mutex_unlock(&s->lock);
@@ -751,7 +750,7 @@ void drbd_resync_start(DrbdPeer *peer)
     bool make;
 
     qemu_mutex_lock(&s->lock);
-    total = hbitmap_count(s->oos);
+    total = hbitmap_count(c->oos);
     c->resync_total = total;
     c->resync_done = 0;
     c->rs_in_flight = 0;
@@ -764,19 +763,18 @@ void drbd_resync_start(DrbdPeer *peer)
     qemu_mutex_unlock(&s->lock);
     trace_drbd_resync_start(s->bs, total);
     if (make) {
-        drbd_job_defer(s, drbd_resync_job_make);
+        drbd_job_defer(c, drbd_resync_job_make);
     }
 }
 
 /* Resync bytes in sync now: the job's progress, out of what is left */
-static void drbd_resync_progress_locked(BDRVDrbdState *s, uint64_t bytes)
+static void drbd_resync_progress_locked(DrbdConnection *c, uint64_t bytes)
 {
-    DrbdConnection *c = drbd_conn(s);
     DrbdJob *dj = c->resync_job;
 
     if (dj) {
         job_progress_update(&dj->common, bytes);
-        job_progress_set_remaining(&dj->common, hbitmap_count(s->oos));
+        job_progress_set_remaining(&dj->common, hbitmap_count(c->oos));
     }
 }
 
@@ -822,13 +820,13 @@ void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
     waiter = peer->resync_waiter;
     peer->resync_waiter = NULL;
     if (cmd == DRBD_CMD_WRITE_ACK) {
-        drbd_oos_reset_locked(s, ack->offset, ack->bytes);
+        drbd_oos_reset_locked(conn, ack->offset, ack->bytes);
         conn->resync_done += ack->bytes;
         drbd_pace_marks_note(&conn->resync_marks,
                              qemu_clock_get_ns(QEMU_CLOCK_REALTIME),
                              conn->resync_done);
-        drbd_resync_progress_locked(s, ack->bytes);
-        finished = hbitmap_count(s->oos) == 0 &&
+        drbd_resync_progress_locked(conn, ack->bytes);
+        finished = hbitmap_count(conn->oos) == 0 &&
                    conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     }
     qemu_mutex_unlock(&s->lock);
@@ -868,12 +866,12 @@ int coroutine_fn drbd_resync_csum_reply(DrbdPeer *peer,
     qatomic_dec(&conn->pe);
     conn->rs_in_flight -= MIN(conn->rs_in_flight, p->bytes);
     conn->rs_answered += p->bytes;
-    equal = drbd_oos_reset_equal_locked(s, p->offset, p->bytes,
+    equal = drbd_oos_reset_equal_locked(conn, p->offset, p->bytes,
                                         p->mismatch);
     conn->resync_done += equal;
     conn->same_csum += equal;
-    drbd_resync_progress_locked(s, equal);
-    finished = hbitmap_count(s->oos) == 0 &&
+    drbd_resync_progress_locked(conn, equal);
+    finished = hbitmap_count(conn->oos) == 0 &&
                conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE;
     waiter = peer->resync_waiter;
     peer->resync_waiter = NULL;

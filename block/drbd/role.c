@@ -195,17 +195,20 @@ static int coroutine_fn drbd_co_state_request(DrbdConnection *conn,
  */
 static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
 {
-    DrbdUuids u;
+    unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
+                    DRBD_CONN_RESYNCING;
+    bool all_connected = true;
+    unsigned i;
 
-    drbd_uuids_get_locked(s, &u);
     /*
-     * Connected, the peer gets every write (and a running resync the
-     * rest): no new generation, as with DRBD
+     * Connected, a peer gets every write (and a running resync the
+     * rest): no new generation while every peer is, as with DRBD
      */
-    drbd_uuid_promote(&u, drbd_conn_in_locked(s, DRBD_CONN_BIT(
-                              DRBD_CONN_STATE_CONNECTED) | DRBD_CONN_RESYNCING),
-                      force, drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
+    for (i = 0; i < s->nr_conns; i++) {
+        all_connected &= !!(DRBD_CONN_BIT(s->conns[i]->cstate) & mask);
+    }
+    drbd_new_generation_locked(s, force || !all_connected);
+    s->md.sb.uuid_current |= DRBD_UUID_PRIMARY_FLAG;
     /* On disk before the first write as primary can be */
     s->md.primary_pending = true;
     s->hs_gen++;
@@ -328,6 +331,38 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
  * drbd-promote, a QMP command in a coroutine of the main loop: the
  * checks, then as an auto-promotion, in the node's context
  */
+/*
+ * With more than one peer, the survivors of a primary's loss may each
+ * hold writes that another lacks (those in flight when it was lost, and
+ * all that it wrote after losing one of them): the node whose connection
+ * to a primary broke, and has not been made again, is promoted only by
+ * force, after the operator picked the survivor with the newest data.
+ * Called with s->lock.
+ */
+static int drbd_lost_primary_check_locked(BDRVDrbdState *s, Error **errp)
+{
+    unsigned i;
+
+    if (s->nr_conns < 2) {
+        return 0;
+    }
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->lost_primary) {
+            error_setg(errp, "peer node %d was primary when the connection "
+                       "to it was lost, and the node has other peers that "
+                       "may hold writes it lacks: promote the survivor with "
+                       "the newest data with force=true, or wait for node "
+                       "%d to come back", s->conns[i]->peer_node_id,
+                       s->conns[i]->peer_node_id);
+            error_append_hint(errp, "The survivor that stayed connected to "
+                              "it longest has the newest data; its peers "
+                              "resync from it once it is promoted.\n");
+            return -EBUSY;
+        }
+    }
+    return 0;
+}
+
 int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = drbd_name(s);
@@ -369,6 +404,11 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         error_setg(errp, "'%s': the connection handshake is running; try "
                    "again", name);
         return -EAGAIN;
+    }
+    if (!force && drbd_lost_primary_check_locked(s, errp) < 0) {
+        qemu_mutex_unlock(&s->lock);
+        error_prepend(errp, "'%s': ", name);
+        return -EBUSY;
     }
     target = s->disk == DRBD_DISK_STATE_INCONSISTENT && !force &&
              drbd_sync_target_may_serve_locked(s);
@@ -473,6 +513,7 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
     AioContext *old_ctx;
     const char *name = drbd_name(s);
     DrbdUuids u;
+    unsigned i;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -481,15 +522,16 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
         qemu_mutex_unlock(&s->lock);
         return ret;
     }
-    drbd_oos_set_locked(s, 0, s->size);
-    drbd_uuids_get_locked(s, &u);
+    drbd_oos_set_all_locked(s, 0, s->size);
     if (remote) {
-        drbd_uuid_new_current(&u, drbd_fresh_uuid());
+        drbd_new_generation_locked(s, true);
     } else {
         /* Our data names no generation any more: any peer's is newer */
-        drbd_uuid_init(&u);
+        for (i = 0; i < s->nr_conns; i++) {
+            drbd_uuid_init(&u);
+            drbd_uuids_set_locked(s->conns[i], &u);
+        }
     }
-    drbd_uuids_set_locked(s, &u);
     qemu_mutex_unlock(&s->lock);
 
     if (!remote) {
@@ -535,7 +577,6 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
 {
     AioContext *old_ctx;
     QEMUTimer *timer;
-    DrbdUuids u;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -567,9 +608,8 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp)
     drbd_set_state(s, NULL, DRBD_ROLE_SECONDARY, -1, -1, -1, -1, "demoted");
     bdrv_drained_end(s->bs);
     qemu_mutex_lock(&s->lock);
-    drbd_uuids_get_locked(s, &u);
-    drbd_uuid_demote(&u);
-    drbd_uuids_set_locked(s, &u);
+    s->md.sb.uuid_current &= ~DRBD_UUID_PRIMARY_FLAG;
+    s->hs_gen++;
     qemu_mutex_unlock(&s->lock);
 
     /*
@@ -625,6 +665,9 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
  */
 static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
 {
+    if (drbd_lost_primary_check_locked(s, errp) < 0) {
+        return -EBUSY;
+    }
     if (s->detached) {
         return drbd_diskless_promote_check_locked(s, errp);
     }

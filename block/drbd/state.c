@@ -35,6 +35,7 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     DrbdRole r, pr;
     DrbdConnState c;
     DrbdDiskState d, pd;
+    uint8_t peer_id;
     bool changed = false;
 
     assert(conn || (cstate < 0 && peer_role < 0 && peer_disk < 0));
@@ -61,13 +62,14 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
         DRBD_SET(conn->peer_disk, peer_disk);
     }
 #undef DRBD_SET
-    /* The event's peer fields are the one peer's (see drbd_conn()) */
+    /* A change of the node's own states names its first peer */
     conn = conn ?: drbd_conn(s);
     r = s->role;
     c = conn->cstate;
     d = s->disk;
     pr = conn->peer_role;
     pd = conn->peer_disk;
+    peer_id = conn->peer_node_id;
     if (changed) {
         /* A job that waits for the node's state looks again (job.c) */
         drbd_jobs_wake_locked(s);
@@ -85,8 +87,8 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     trace_drbd_state(s->bs, DrbdRole_str(r), DrbdConnState_str(c),
                      DrbdDiskState_str(d), DrbdRole_str(pr),
                      DrbdDiskState_str(pd), reason);
-    qapi_event_send_drbd_state_change(bdrv_get_node_name(s->bs), r, pr, c,
-                                      d, pd, reason);
+    qapi_event_send_drbd_state_change(bdrv_get_node_name(s->bs), r,
+                                      peer_id, pr, c, d, pd, reason);
 }
 
 /* A connection of @s to the peer @peer_node_id, not configured yet */
@@ -291,8 +293,7 @@ static DrbdPeerInfo *drbd_peer_info_locked(DrbdConnection *conn)
     p->nr = stat64_get(&conn->nr);
     p->pe = qatomic_read(&conn->pe);
     p->ua = qatomic_read(&conn->ua);
-    /* One bitmap, for the one peer (see drbd_conn()) */
-    p->out_of_sync = hbitmap_count(conn->s->oos);
+    p->out_of_sync = conn->oos ? hbitmap_count(conn->oos) : 0;
     return p;
 }
 
@@ -328,7 +329,7 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     c->ua = qatomic_read(&conn->ua);
     c->ap = qatomic_read(&s->ap);
     c->ep = conn->cur_epoch + 1 - conn->barrier_acked_upto;
-    c->oos = hbitmap_count(s->oos);
+    c->oos = conn->oos ? hbitmap_count(conn->oos) : 0;
     c->same_csum = conn->same_csum;
     info->counters = c;
 
@@ -374,7 +375,8 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     }
     info->uuids = g_new0(DrbdUuidInfo, 1);
     info->uuids->current = drbd_uuid_hex(s->md.sb.uuid_current);
-    info->uuids->bitmap = drbd_uuid_hex(s->md.sb.uuid_bitmap);
+    info->uuids->bitmap = drbd_uuid_hex(drbd_md_slot_uuid(&s->md.sb,
+                                                          conn->slot));
     QAPI_LIST_PREPEND(info->uuids->history,
                       drbd_uuid_hex(s->md.sb.uuid_history[1]));
     QAPI_LIST_PREPEND(info->uuids->history,
@@ -502,13 +504,11 @@ const char *drbd_resync_after_busy(BDRVDrbdState *s)
 /* Bytes of the running resync with @conn's peer done, on either side */
 uint64_t drbd_resync_done_locked(DrbdConnection *conn)
 {
-    BDRVDrbdState *s = conn->s;
-
     if (conn->cstate == DRBD_CONN_STATE_SYNC_SOURCE) {
         return conn->resync_done;
     }
     return conn->resync_total - MIN(conn->resync_total,
-                                      hbitmap_count(s->oos));
+                                    hbitmap_count(conn->oos));
 }
 
 /* A resync starts: its speed counts from now, and nothing holds it yet */
@@ -519,22 +519,57 @@ void drbd_resync_marks_start_locked(DrbdConnection *conn)
                           qemu_clock_get_ns(QEMU_CLOCK_REALTIME), 0);
 }
 
-/* The generation UUIDs live in s->md.sb, with or without metadata on disk */
-void drbd_uuids_get_locked(BDRVDrbdState *s, DrbdUuids *u)
+/*
+ * The generation UUIDs live in s->md.sb, with or without metadata on
+ * disk: the current and history UUIDs are the node's, the bitmap UUID is
+ * each peer's (its bitmap slot's).  @conn's view has its bitmap UUID.
+ */
+void drbd_uuids_get_locked(DrbdConnection *conn, DrbdUuids *u)
 {
-    u->current = s->md.sb.uuid_current;
-    u->bitmap = s->md.sb.uuid_bitmap;
-    u->history[0] = s->md.sb.uuid_history[0];
-    u->history[1] = s->md.sb.uuid_history[1];
+    DrbdSuperblock *sb = &conn->s->md.sb;
+
+    u->current = sb->uuid_current;
+    u->bitmap = drbd_md_slot_uuid(sb, conn->slot);
+    u->history[0] = sb->uuid_history[0];
+    u->history[1] = sb->uuid_history[1];
 }
 
-void drbd_uuids_set_locked(BDRVDrbdState *s, const DrbdUuids *u)
+void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
 {
+    BDRVDrbdState *s = conn->s;
+
     s->hs_gen++;
     s->md.sb.uuid_current = u->current;
-    s->md.sb.uuid_bitmap = u->bitmap;
+    *drbd_md_slot_uuid_ptr(&s->md.sb, conn->slot) = u->bitmap;
     s->md.sb.uuid_history[0] = u->history[0];
     s->md.sb.uuid_history[1] = u->history[1];
+}
+
+/*
+ * The node's data moves on without some peer (@writes_continue: a
+ * primary, or one becoming primary): a new current UUID, and each peer
+ * whose bitmap counts from no generation yet counts from the old one.
+ * (A peer that receives our writes has nothing in its bitmap, and what
+ * it lacks later is in it: a bitmap-based resync brings it back, as it
+ * does a peer that missed the writes.)  Returns whether it did that.
+ */
+bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue)
+{
+    uint64_t fresh = drbd_fresh_uuid();
+    uint64_t old = s->md.sb.uuid_current;
+    DrbdUuids u;
+    unsigned i;
+
+    if (!writes_continue) {
+        return false;
+    }
+    for (i = 0; i < s->nr_conns; i++) {
+        drbd_uuids_get_locked(s->conns[i], &u);
+        u.current = old;
+        drbd_uuid_peer_disk_lost(&u, true, fresh);
+        drbd_uuids_set_locked(s->conns[i], &u);
+    }
+    return true;
 }
 
 /* A UUID as query-drbd, info drbd and qemu-img info show it */
@@ -568,7 +603,7 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
         return;
     }
     peer->uuids_synced = true;
-    drbd_uuids_get_locked(s, &u);
+    drbd_uuids_get_locked(peer->conn, &u);
     if (peer->decision == DRBD_SYNC_SOURCE ||
         peer->decision == DRBD_SYNC_FULL_SOURCE) {
         drbd_uuid_resync_finished_source(&u);
@@ -579,7 +614,7 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
         drbd_uuid_resync_finished_source(&u);
         u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
     }
-    drbd_uuids_set_locked(s, &u);
+    drbd_uuids_set_locked(peer->conn, &u);
     qemu_mutex_unlock(&s->lock);
 }
 

@@ -37,12 +37,23 @@ void drbd_tl_cleanup(BDRVDrbdState *s)
     g_clear_pointer(&s->tl_by_id, g_hash_table_destroy);
 }
 
+/*
+ * The requests of a guest write are freed together, once the last of
+ * them is done with: the first holds the write's activity-log extents
+ * and the count
+ */
 static void drbd_req_free_locked(BDRVDrbdState *s, DrbdRequest *req)
 {
-    if (req->al_held) {
-        drbd_al_end_io_locked(s, req->offset, req->bytes);
+    DrbdRequest *first = req->first;
+
+    assert(first->live > 0);
+    if (--first->live) {
+        return;
     }
-    g_free(req);
+    if (first->al_held) {
+        drbd_al_end_io_locked(s, first->offset, first->bytes);
+    }
+    g_free(first);
 }
 
 void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
@@ -54,7 +65,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
     trace_drbd_req_event(s->bs, req->id, drbd_req_event_name(ev),
                          req->state, actions);
     if (actions & DRBD_RA_MARK_OOS) {
-        drbd_oos_set_locked(s, req->offset, req->bytes);
+        drbd_oos_set_locked(conn, req->offset, req->bytes);
     }
     if (actions & DRBD_RA_COMPLETE) {
         /* Writes after this one may depend on it: they need a new epoch */
@@ -90,48 +101,66 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
 }
 
 /*
- * A guest write enters: numbered, and, if it goes to the peer of @conn
- * (not NULL), ordered after the writes the guest has seen complete on
- * that connection and in the log.
- * Returns it in @state (req.h) with DRBD_EV_QUEUE_NET or DRBD_EV_NO_NET
- * and DRBD_EV_SUBMIT_LOCAL fed; the guest's coroutine hands it back with
- * drbd_tl_guest_done_locked().
+ * A guest write enters: one request per peer (the array of
+ * s->nr_conns, in the order of s->conns[]), numbered.  The request for
+ * each peer whose established connection is in @peers (NULL where none)
+ * is sent to it, ordered after the writes the guest has seen complete on
+ * that connection and in the log; the others record that their peer
+ * misses the write.  Each is returned in its state (req.h, for its
+ * connection's protocol and @fua) with DRBD_EV_QUEUE_NET or
+ * DRBD_EV_NO_NET and DRBD_EV_SUBMIT_LOCAL fed; the guest's coroutine
+ * hands them back with drbd_tl_guest_done_locked().
  */
-DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdConnection *conn,
-                                   int64_t offset, int64_t bytes,
-                                   unsigned state, bool al_held)
+DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdPeer *const *peers,
+                                   int64_t offset, int64_t bytes, bool fua,
+                                   bool al_held)
 {
-    DrbdRequest *req = g_new0(DrbdRequest, 1);
+    DrbdRequest *reqs = g_new0(DrbdRequest, s->nr_conns);
+    unsigned i;
 
-    req->s = s;
-    req->offset = offset;
-    req->bytes = bytes;
-    req->state = state;
-    req->al_held = al_held;
-    req->id = ++s->next_req_id;
-    if (conn) {
+    reqs[0].live = s->nr_conns;
+    reqs[0].al_held = al_held;
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+        DrbdRequest *req = &reqs[i];
+
+        req->s = s;
+        req->first = reqs;
         req->conn = conn;
-        req->dep = conn->done_seq;
-        req->dep_gen = conn->seq_gen;
-        drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
-        QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
-        g_hash_table_insert(s->tl_by_id, &req->id, req);
-        req->in_tl = true;
-        qatomic_inc(&conn->pe);
-    } else {
-        drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
+        req->offset = offset;
+        req->bytes = bytes;
+        req->state = drbd_req_initial_state(conn->protocol, fua);
+        req->id = ++s->next_req_id;
+        if (peers[i]) {
+            req->dep = conn->done_seq;
+            req->dep_gen = conn->seq_gen;
+            drbd_req_event_locked(s, req, DRBD_EV_QUEUE_NET);
+            QTAILQ_INSERT_TAIL(&s->transfer_log, req, tl_next);
+            g_hash_table_insert(s->tl_by_id, &req->id, req);
+            req->in_tl = true;
+            qatomic_inc(&conn->pe);
+        } else {
+            drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
+        }
+        drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
     }
-    drbd_req_event_locked(s, req, DRBD_EV_SUBMIT_LOCAL);
-    return req;
+    return reqs;
 }
 
-/* The guest's coroutine is done with @req: the log frees it when it is */
-void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *req)
+/*
+ * The guest's coroutine is done with the requests of its write: the log
+ * frees each when it is
+ */
+void drbd_tl_guest_done_locked(BDRVDrbdState *s, DrbdRequest *reqs)
 {
-    if (req->in_tl) {
-        req->guest_gone = true;
-    } else {
-        drbd_req_free_locked(s, req);
+    unsigned i, n = s->nr_conns;
+
+    for (i = 0; i < n; i++) {
+        if (reqs[i].in_tl) {
+            reqs[i].guest_gone = true;
+        } else {
+            drbd_req_free_locked(s, &reqs[i]);
+        }
     }
 }
 
@@ -366,7 +395,6 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
 {
     BDRVDrbdState *s = peer->s;
     bool new_generation;
-    DrbdUuids u;
 
     qemu_mutex_lock(&s->lock);
     if (s->detached) {
@@ -374,13 +402,10 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
         qemu_mutex_unlock(&s->lock);
         return;
     }
-    drbd_oos_set_locked(s, 0, s->size);
-    drbd_uuids_get_locked(s, &u);
-    new_generation = drbd_uuid_peer_disk_lost(&u,
-                                              s->role == DRBD_ROLE_PRIMARY ||
-                                              peer_primary,
-                                              drbd_fresh_uuid());
-    drbd_uuids_set_locked(s, &u);
+    drbd_oos_set_locked(peer->conn, 0, s->size);
+    new_generation = drbd_new_generation_locked(s,
+                                                s->role == DRBD_ROLE_PRIMARY ||
+                                                peer_primary);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_disk_gone(s->bs, new_generation);
     /* A failure detaches us too, which says it all */

@@ -121,7 +121,7 @@ static void drbd_verify_account(DrbdPeer *peer, uint64_t offset,
             }
             v->out_of_sync += len;
             hbitmap_set(v->found, off - v->start, len);
-            drbd_oos_set_locked(s, off, len);
+            drbd_oos_set_locked(conn, off, len);
         }
     }
     qemu_mutex_unlock(&s->lock);
@@ -613,7 +613,7 @@ static void drbd_verify_job_clean(Job *job)
     DrbdRangeList *ranges;
 
     if (s) {
-        DrbdConnection *c = drbd_conn(s);
+        DrbdConnection *c = v->job.conn;
 
         qemu_mutex_lock(&s->lock);
         assert(c->verify == v);
@@ -647,11 +647,29 @@ static const JobDriver drbd_verify_job_driver = {
     .free           = drbd_verify_job_free,
 };
 
+/* The peer a verify runs with: the first connected one, or else the first */
+static DrbdConnection *drbd_verify_conn(BDRVDrbdState *s)
+{
+    DrbdConnection *c = drbd_conn(s);
+    unsigned i;
+
+    qemu_mutex_lock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->cstate == DRBD_CONN_STATE_CONNECTED) {
+            c = s->conns[i];
+            break;
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    return c;
+}
+
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
                       bool has_length, uint64_t length, bool resync,
                       Error **errp)
 {
-    DrbdConnection *c = drbd_conn(s);
+    /* With the first peer that is connected (see drbd_conn()) */
+    DrbdConnection *c = drbd_verify_conn(s);
     DrbdRole role, peer_role;
     DrbdPeer *peer;
     DrbdVerify *v;
@@ -714,7 +732,7 @@ int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
      * The verify is a job.  c->verify is the main loop's to set and clear:
      * none can start meanwhile
      */
-    v = container_of(drbd_job_new(s, &drbd_verify_job_driver), DrbdVerify,
+    v = container_of(drbd_job_new(c, &drbd_verify_job_driver), DrbdVerify,
                      job);
     v->start = start;
     v->next = start;
