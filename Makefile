@@ -4,6 +4,7 @@
 #   make check    build if needed, run the drbd unit tests and iotests
 #   make check-qemu  QEMU's own iotests on a drbd node (not in make check)
 #   make bench    run the benchmarks in tests/bench
+#   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local)
 #   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
 #                 if missing) and run each for FUZZ_SECONDS (default 60);
 #                 fails if one finds a crash (see tests/fuzz/README.rst)
@@ -34,6 +35,7 @@ BLD      := $(B)/qemu-build
 CONFIGURED := $(B)/configure.stamp
 endif
 MESONDIR := $(B)/meson
+PREFIX   ?= /usr/local
 
 export CCACHE_DIR      ?= /var/cache/qemu-drbd/ccache
 export CCACHE_BASEDIR  := $(TOP)
@@ -43,7 +45,7 @@ export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHON
 
 TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
 
-.PHONY: all deps build demo check check-qemu bench fuzz mutate clean distclean
+.PHONY: all deps build demo check check-qemu bench fuzz mutate clean distclean install-tools
 all: demo
 
 deps:
@@ -93,6 +95,11 @@ fuzz: build
 
 mutate: build
 	python3 scripts/mutate.py --build $(BLD) $(MUTATE_ARGS)
+
+# qemu-drbdadm and an example resource file (docs/system/drbd-adm.rst)
+install-tools:
+	install -D -m 755 tools/qemu-drbdadm $(DESTDIR)$(PREFIX)/sbin/qemu-drbdadm
+	install -D -m 644 tools/r0.res.example $(DESTDIR)$(PREFIX)/share/doc/qemu-drbd/r0.res.example
 
 clean:
 	rm -rf $(BLD) $(CONFIGURED)

@@ -29,7 +29,7 @@ link tests/fuzz tests/fuzz
 # The library the drbd iotests import (not a test: it has no .out)
 link tests/qemu-iotests/tests/drbd_iotests.py \
      tests/qemu-iotests/tests/drbd_iotests.py
-for f in "$top"/docs/interop/drbd*.rst "$top"/tests/unit/test-drbd-*.c \
+for f in "$top"/docs/interop/drbd*.rst "$top"/docs/system/drbd-*.rst "$top"/tests/unit/test-drbd-*.c \
          "$top"/tests/qemu-iotests/tests/drbd-*; do
     [ -e "$f" ] || continue
     rel=${f#"$top"/}
