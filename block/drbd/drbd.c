@@ -2032,6 +2032,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     uint64_t md_sb_offset = s->md.sb_offset;
     uint64_t al_tr_number = s->md.al_tr_number;
     DrbdUuids u;
+    bool same_file;
     unsigned i;
     int64_t len;
     int ret;
@@ -2078,6 +2079,14 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
             error_setg(errp, "no block node named '%s'", meta);
             return -ENOENT;
         }
+    }
+    same_file = bs->file && new_file == bs->file->bs;
+    if (same_file || (new_meta && s->meta && new_meta == s->meta->bs)) {
+        error_setg(errp, "'%s' is detached from '%s' already: attach a "
+                   "new node", name, same_file ? file : meta);
+        error_append_hint(errp, "Open the disk again as a node of its own "
+                          "(blockdev-add) and give that node.\n");
+        return -EINVAL;
     }
 
     bdrv_drained_begin(bs);
