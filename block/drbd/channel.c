@@ -581,3 +581,34 @@ void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque)
     qemu_mutex_unlock(&peer->s->lock);
     aio_co_enter(ctx, qemu_coroutine_create(fn, opaque));
 }
+
+/*
+ * The node started a data generation as primary: each peer that receives
+ * its writes in sync (connected, no resync; a resync's target takes our
+ * UUIDs at its end) and speaks version 5 joins it (NEW_UUID), so that
+ * a node that missed the writes is told from one that did not
+ */
+void drbd_announce_new_uuid(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+        g_autoptr(GByteArray) pkt = NULL;
+        DrbdPeer *peer = NULL;
+        uint64_t uuid = 0;
+
+        qemu_mutex_lock(&s->lock);
+        if (drbd_uuid_told_locked(conn)) {
+            peer = drbd_peer_get_locked(conn);
+            uuid = s->md.sb.uuid_current;
+        }
+        qemu_mutex_unlock(&s->lock);
+        if (peer) {
+            pkt = g_byte_array_new();
+            drbd_wire_put_new_uuid(pkt, uuid);
+            drbd_queue_meta(peer, pkt);
+            drbd_peer_put(peer);
+        }
+    }
+}

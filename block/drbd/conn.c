@@ -464,7 +464,7 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
 static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
     BDRVDrbdState *s = conn->s;
-    bool new_generation;
+    bool new_generation, announce;
     bool sync_source, sync_target, peer_diskless;
 
     qemu_mutex_lock(&s->lock);
@@ -538,6 +538,11 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
         qemu_mutex_lock(&s->lock);
     }
     conn->peer = NULL;
+    /*
+     * The peer no longer counts for the quorum before the writes it held
+     * up complete: a write that completes now sees the quorum as it is
+     */
+    drbd_quorum_update_locked(s);
     conn->lost_primary = conn->peer_role == DRBD_ROLE_PRIMARY;
     if (conn->lost_primary && s->nr_conns > 1) {
         /* Its last writes may have reached some survivors only */
@@ -547,6 +552,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     qatomic_sub(&conn->pe, g_hash_table_size(peer->resync_chunks));
     drbd_tl_connection_lost_locked(conn);
     /* A primary writes on without its peer: a new data generation */
+    announce = s->role == DRBD_ROLE_PRIMARY;
     new_generation = drbd_new_generation_locked(s,
                                                 s->role == DRBD_ROLE_PRIMARY ||
                                                 s->md.primary_pending);
@@ -554,6 +560,9 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     if (new_generation) {
         /* A failure is reported: the disk is failed and says so */
         drbd_co_md_sync(s, false);
+        if (announce) {
+            drbd_announce_new_uuid(s);
+        }
     }
     if (!qatomic_read(&s->closing)) {
         drbd_note_reason(s, "connection to the peer lost: ",

@@ -50,6 +50,12 @@
 
 typedef struct BDRVDrbdState BDRVDrbdState;
 
+/* A guest request waiting for quorum (state.c), on its coroutine's stack */
+typedef struct DrbdQuorumWaiter {
+    Coroutine *co;
+    QSLIST_ENTRY(DrbdQuorumWaiter) next;
+} DrbdQuorumWaiter;
+
 typedef struct DrbdConnection DrbdConnection;
 
 /*
@@ -520,6 +526,24 @@ struct BDRVDrbdState {
     bool auto_refusal_reported; /* a failed auto-promotion was logged */
 
     /*
+     * Quorum (state.c): the nodes the node must see, itself included
+     * (0: quorum off), how many of them with up-to-date data, and
+     * on-no-quorum, fixed at open.  Under s->lock: whether it has quorum
+     * (also read with qatomic_read()), what the last DRBD_QUORUM_CHANGE
+     * said, the nodes it saw then, the guest requests that wait for the
+     * quorum (suspend-io), and drbd-resume-io's count.
+     */
+    unsigned quorum_need;
+    unsigned quorum_min_uptodate;
+    DrbdOnNoQuorum on_no_quorum;
+    bool has_quorum;
+    bool quorum_reported;
+    bool quorum_refusal_reported;
+    unsigned quorum_present;
+    QSLIST_HEAD(, DrbdQuorumWaiter) quorum_waiters;
+    uint64_t resume_gen;
+
+    /*
      * role=auto (role.c): promoted for the first user holding write
      * permission, demoted when the last lets go.  auto_promote is fixed
      * at open; write_perm changes in the main loop only (set_perm);
@@ -719,9 +743,13 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
 void drbd_uuids_get_locked(DrbdConnection *conn, DrbdUuids *u);
 void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u);
 bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue);
+bool drbd_uuid_told_locked(DrbdConnection *c);
+void drbd_quorum_update_locked(BDRVDrbdState *s);
+int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
+int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what);
+void drbd_resume_io(BDRVDrbdState *s);
 uint64_t drbd_fresh_uuid(void);
 char *drbd_uuid_hex(uint64_t uuid);
-void drbd_resync_finished_uuids(DrbdPeer *peer);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
 const char *drbd_name(BDRVDrbdState *s);
@@ -757,6 +785,7 @@ void drbd_recent_note_locked(BDRVDrbdState *s, uint64_t offset,
  */
 void drbd_recent_mark_locked(BDRVDrbdState *s, DrbdConnection *except);
 void drbd_recent_free(BDRVDrbdState *s);
+void drbd_resync_finished_uuids(DrbdPeer *peer);
 /* Every peer gets an empty bitmap of s->size bytes, where it has none */
 void drbd_oos_alloc(BDRVDrbdState *s);
 void drbd_oos_free(BDRVDrbdState *s);
@@ -821,6 +850,7 @@ void drbd_queue_meta(DrbdPeer *peer, const GByteArray *pkt);
 int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt);
 void drbd_queue_block_ack(DrbdPeer *peer, uint16_t cmd, uint64_t offset,
                           uint64_t id, uint32_t bytes);
+void drbd_announce_new_uuid(BDRVDrbdState *s);
 
 /* tl.c: the transfer log and the sending of guest writes */
 void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
@@ -928,6 +958,8 @@ int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
 int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
                                         const DrbdBlockAck *r,
                                         Error **errp);
+int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
+                                    Error **errp);
 
 /* handshake.c */
 int coroutine_fn drbd_send_hello(DrbdConnection *conn, QIOChannel *ioc,

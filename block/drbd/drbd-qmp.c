@@ -60,6 +60,15 @@ void coroutine_fn qmp_drbd_promote(const char *node_name, bool has_force,
     }
 }
 
+void qmp_drbd_resume_io(const char *node_name, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_resume_io(s);
+    }
+}
+
 void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
                       bool discard_my_data, Error **errp)
 {

@@ -59,7 +59,8 @@ static const char *const drbd_option_names[] = {
     "wfc-timeout", "meta-disk", "after-sb-0pri", "after-sb-1pri",
     "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds", "tls-authz",
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
-    "on-io-error", "disk-timeout", "size", "read-balancing",
+    "on-io-error", "disk-timeout", "size", "read-balancing", "quorum",
+    "quorum-minimum-redundancy", "on-no-quorum",
 };
 static const char *const drbd_option_prefixes[] = {
     "listen.", "peer.", "peers.",
@@ -295,10 +296,50 @@ static int drbd_apply_peers(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     return 0;
 }
 
+/* quorum, quorum-minimum-redundancy and on-no-quorum, once the peers are */
+static int drbd_apply_quorum(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
+                             Error **errp)
+{
+    unsigned nodes = s->nr_conns + 1;
+    const char *q = o->quorum ?: "off";
+    uint64_t n;
+
+    if (!strcmp(q, "off")) {
+        s->quorum_need = 0;
+    } else if (!strcmp(q, "majority")) {
+        s->quorum_need = nodes / 2 + 1;
+    } else if (!strcmp(q, "all")) {
+        s->quorum_need = nodes;
+    } else if (!qemu_strtou64(q, NULL, 10, &n) && n >= 1 && n <= nodes) {
+        s->quorum_need = n;
+    } else {
+        error_setg(errp, "quorum must be off, majority, all, or a number of "
+                   "nodes from 1 to %u (the node and its peers), not '%s'",
+                   nodes, q);
+        return -EINVAL;
+    }
+    s->quorum_min_uptodate = o->has_quorum_minimum_redundancy ?
+                             o->quorum_minimum_redundancy : 0;
+    if (s->quorum_min_uptodate > nodes) {
+        error_setg(errp, "quorum-minimum-redundancy must be at most %u, "
+                   "the number of nodes", nodes);
+        return -EINVAL;
+    }
+    if (s->quorum_min_uptodate && !s->quorum_need) {
+        error_setg(errp, "quorum-minimum-redundancy is given, but quorum is "
+                   "off");
+        return -EINVAL;
+    }
+    s->on_no_quorum = o->has_on_no_quorum ? o->on_no_quorum :
+                      DRBD_ON_NO_QUORUM_SUSPEND_IO;
+    return 0;
+}
+
 static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                               Error **errp)
 {
     DrbdConnection *conn;
+    int ret;
 
     s->resource = g_strdup(o->resource ?: "r0");
     if (!s->resource[0] || strlen(s->resource) > DRBD_RESOURCE_NAME_MAX) {
@@ -357,9 +398,11 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         conn = drbd_conn_new(s, o->has_peer_node_id ? o->peer_node_id :
                                 (s->node_id == 0 ? 1 : 0));
         s->conns[s->nr_conns++] = conn;
-        return drbd_apply_conn_options(conn, o, NULL, errp);
+        ret = drbd_apply_conn_options(conn, o, NULL, errp);
+    } else {
+        ret = drbd_apply_peers(s, o, errp);
     }
-    return drbd_apply_peers(s, o, errp);
+    return ret < 0 ? ret : drbd_apply_quorum(s, o, errp);
 }
 
 static void drbd_free_state(BDRVDrbdState *s)
@@ -501,6 +544,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_mutex_init(&s->reqs_lock);
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->md.al_queue);
+    QSLIST_INIT(&s->quorum_waiters);
     drbd_auto_init(s);
     s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
     s->disk_error_bh = aio_bh_new(qemu_get_aio_context(),
@@ -635,6 +679,10 @@ connect:
     s->ctx = bdrv_get_aio_context(bs);
     /* For resync-after, its own and the others' */
     drbd_nodes_add(s);
+    qemu_mutex_lock(&s->lock);
+    drbd_quorum_update_locked(s);
+    s->quorum_reported = s->has_quorum;
+    qemu_mutex_unlock(&s->lock);
 
     trace_drbd_open(bs, bs->file ? bs->file->bs->filename : "(diskless)",
                     DrbdRole_str(s->role), drbd_conn(s)->protocol);
@@ -705,6 +753,8 @@ static void drbd_drain_begin(BlockDriverState *bs)
     drbd_drain_begin_gate(bs->opaque);
     /* Requests waiting for a frozen peer end within ping-timeout */
     drbd_ping_now(bs->opaque);
+    /* ... and those waiting for quorum now: a drain must end */
+    drbd_resume_io(bs->opaque);
 }
 
 static void drbd_drain_end(BlockDriverState *bs)
@@ -848,6 +898,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     int ret = 0;
 
     ret = drbd_check_primary(s, "write");
+    if (ret == 0) {
+        ret = drbd_co_quorum_wait(s, "write");
+    }
     if (ret < 0 || !bytes) {
         return ret;
     }
@@ -983,10 +1036,18 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (diskless) {
         ret = all_oos ? -EIO : 0;
     }
-    stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
     qatomic_dec(&s->ap);
     drbd_tl_guest_done_locked(s, reqs);
     qemu_mutex_unlock(&s->lock);
+
+    if (ret == 0 && s->quorum_need) {
+        /*
+         * A write done while the quorum went away may be missing where
+         * it is now: the guest does not see it succeed (on-no-quorum)
+         */
+        ret = drbd_co_quorum_wait(s, "write");
+    }
+    stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
 
     if (diskless && ret == 0) {
         qatomic_set(&s->no_peer_reported, false);
@@ -1159,6 +1220,9 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                   qatomic_read(&s->disk) == DRBD_DISK_STATE_UP_TO_DATE);
     int ret = inert ? 0 : drbd_check_primary(s, "read");
 
+    if (ret == 0 && !inert) {
+        ret = drbd_co_quorum_wait(s, "read");
+    }
     if (ret < 0) {
         return ret;
     }
@@ -1265,7 +1329,7 @@ static int coroutine_fn GRAPH_RDLOCK drbd_co_flush(BlockDriverState *bs)
             return drbd_no_peer_for_io(s, "flush");
         }
         qatomic_set(&s->no_peer_reported, false);
-        return 0;
+        ret = 0;
     }
     return ret;
 }
@@ -1627,7 +1691,12 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(on_io_error, DRBD_ON_IO_ERROR_DETACH);
     DRBD_DEFAULT(disk_timeout, 0);
     DRBD_DEFAULT(read_balancing, DRBD_READ_BALANCING_PREFER_LOCAL);
+    DRBD_DEFAULT(quorum_minimum_redundancy, 0);
+    DRBD_DEFAULT(on_no_quorum, DRBD_ON_NO_QUORUM_SUSPEND_IO);
 #undef DRBD_DEFAULT
+    if (!o->quorum) {
+        o->quorum = g_strdup("off");
+    }
 
     v = qobject_output_visitor_new(&obj);
     visit_type_BlockdevOptionsDrbd(v, NULL, &o, &error_abort);

@@ -238,6 +238,25 @@ int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
     return 0;
 }
 
+int drbd_gate_new_uuid(const DrbdGate *g, Error **errp)
+{
+    if (g->peer_version < DRBD_PROTO_VERSION_NEW_UUID) {
+        error_setg(errp, "NEW_UUID from a peer of protocol version %" PRIu32,
+                   g->peer_version);
+        return -EINVAL;
+    }
+    if (g->peer_role != DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "NEW_UUID, but the peer is %s: only a primary "
+                   "starts a data generation", DrbdRole_str(g->peer_role));
+        return -EINVAL;
+    }
+    if (g->role == DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "NEW_UUID while this node is primary");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int drbd_gate_state_reply(const DrbdGate *g, Error **errp)
 {
     if (!g->state_req_sent) {

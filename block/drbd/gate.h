@@ -213,6 +213,14 @@ int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
 int drbd_gate_state_reply(const DrbdGate *g, Error **errp);
 
 /*
+ * A NEW_UUID.  Reads role, peer_role and peer_version: only a primary
+ * peer starts a data generation for us to join, only a secondary joins
+ * it, and only over version 5.  (A sync target of the peer ignores it:
+ * the caller's to decide, it takes the peer's UUIDs at the end anyway.)
+ */
+int drbd_gate_new_uuid(const DrbdGate *g, Error **errp);
+
+/*
  * A DATA_REQUEST for @r (the decoder checked its range).  Reads role and
  * peer_role: only a primary peer reads through us, and never from a
  * primary.  Whether our data can serve it is the caller's to answer

@@ -255,6 +255,77 @@ typedef struct DrbdHandshakeOutcome {
     bool hold;                  /* wait for drbd-connect before retrying */
 } DrbdHandshakeOutcome;
 
+/* A peer of @conn's node, other than @conn's, that is primary; under lock */
+static int drbd_other_primary_locked(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i] != conn &&
+            s->conns[i]->peer_role == DRBD_ROLE_PRIMARY) {
+            return s->conns[i]->peer_node_id;
+        }
+    }
+    return -1;
+}
+
+/*
+ * With more than one peer, a node takes one resync at a time, and from
+ * the primary where there is one: a second source, or a secondary source
+ * beside a primary, would race the primary's writes to the same blocks.
+ * Two secondaries that differ in any way (a resync, a split brain) leave
+ * it to the primary of either, which settles with each of them first:
+ * both ends see the same (each says whether it has a primary peer,
+ * DRBD_UUIDS_PRIMARY_PEER), so that neither acts on a decision the other
+ * turns down.  What would break this waits: the handshake fails, and the
+ * connection is made again after connect-interval.
+ */
+static int drbd_resync_allowed(DrbdConnection *conn, DrbdSyncDecision d,
+                               bool self_primary, bool peer_primary,
+                               bool peer_has_primary, Error **errp)
+{
+    BDRVDrbdState *s = conn->s;
+    bool target = d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET;
+    int busy = -1, primary;
+    unsigned i;
+
+    if (s->nr_conns < 2 || d == DRBD_SYNC_NONE) {
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    primary = drbd_other_primary_locked(conn);
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c != conn && target &&
+            (c->cstate == DRBD_CONN_STATE_SYNC_TARGET ||
+             (c->peer && c->peer->sync_target))) {
+            busy = c->peer_node_id;
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (busy >= 0) {
+        error_setg(errp, "the resync from the peer waits for the one from "
+                   "node %d to finish", busy);
+        return -EAGAIN;
+    }
+    if (!self_primary && !peer_primary &&
+        (primary >= 0 || peer_has_primary)) {
+        if (primary >= 0) {
+            error_setg(errp, "the peer's data differs from this node's, and "
+                       "node %d is primary: the two resync from it first",
+                       primary);
+        } else {
+            error_setg(errp, "the peer's data differs from this node's, and "
+                       "the peer has a primary peer: the two resync from it "
+                       "first");
+        }
+        return -EAGAIN;
+    }
+    return 0;
+}
+
 /*
  * The sync handshake's decision: who has the newer data, from the
  * generation UUIDs and disk states (uuid.c).  Changes nothing on the
@@ -300,6 +371,27 @@ static int drbd_handshake_decide(DrbdConnection *conn,
                               drbd_uuid_cmp_str(res.uuid_cmp),
                               drbd_sb_resolution_str(res.resolution));
 
+    if (s->nr_conns > 1 && !self->primary && !other.primary &&
+        (res.rule == 51 || res.rule == 71)) {
+        /*
+         * One secondary is a generation behind the other, which joined a
+         * primary's new one (NEW_UUID, the old current UUID to history[0]
+         * as at the end of a resync: rules 51 and 71).  A secondary keeps
+         * no bitmap of what another lacks (only a primary records its
+         * writes for its peers): what one lacks is not known but for the
+         * whole device
+         */
+        if (d == DRBD_SYNC_SOURCE) {
+            d = DRBD_SYNC_FULL_SOURCE;
+        } else if (d == DRBD_SYNC_TARGET) {
+            d = DRBD_SYNC_FULL_TARGET;
+        }
+    }
+    if (drbd_resync_allowed(conn, d, self->primary, other.primary,
+                            pu->flags & DRBD_UUIDS_PRIMARY_PEER, errp) < 0) {
+        /* Not now, whatever was decided: the connection is made again */
+        return -EAGAIN;
+    }
     if (res.resolution != DRBD_SB_NONE || d == DRBD_SYNC_UNRELATED) {
         drbd_report_split_brain(conn, &res, &self->uuids, &other.uuids);
     }
@@ -420,55 +512,6 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
 }
 
 /*
- * With more than one peer, a node takes one resync at a time, and from
- * the primary where there is one: a second source, or a secondary source
- * beside a primary, would race the primary's writes to the same blocks.
- * A resync that would do so waits: the handshake fails, and the
- * connection is made again after connect-interval.
- */
-static int drbd_resync_allowed(DrbdPeer *peer, DrbdSyncDecision d,
-                               bool peer_primary, Error **errp)
-{
-    BDRVDrbdState *s = peer->s;
-    bool target = d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET;
-    bool source = d == DRBD_SYNC_SOURCE || d == DRBD_SYNC_FULL_SOURCE;
-    int busy = -1, primary = -1;
-    unsigned i;
-
-    if (s->nr_conns < 2 || (!target && !source)) {
-        return 0;
-    }
-    qemu_mutex_lock(&s->lock);
-    for (i = 0; i < s->nr_conns; i++) {
-        DrbdConnection *c = s->conns[i];
-
-        if (c == peer->conn) {
-            continue;
-        }
-        if (target && (c->cstate == DRBD_CONN_STATE_SYNC_TARGET ||
-                       (c->peer && c->peer->sync_target))) {
-            busy = c->peer_node_id;
-        }
-        if (!peer_primary && s->role != DRBD_ROLE_PRIMARY &&
-            c->peer_role == DRBD_ROLE_PRIMARY) {
-            primary = c->peer_node_id;
-        }
-    }
-    qemu_mutex_unlock(&s->lock);
-    if (busy >= 0) {
-        error_setg(errp, "the resync from the peer waits for the one from "
-                   "node %d to finish", busy);
-        return -EAGAIN;
-    }
-    if (primary >= 0) {
-        error_setg(errp, "no resync between two secondaries while node %d "
-                   "is primary: it resyncs each of them", primary);
-        return -EAGAIN;
-    }
-    return 0;
-}
-
-/*
  * Exchange sizes, states, generation UUIDs and bitmaps on the data
  * channel, and decide what happens between the two nodes
  */
@@ -497,6 +540,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
     DrbdStatePacket st;
     HBitmap *their_bm = NULL;
     uint64_t their_bytes = 0;
+    bool primary_peer;
     uint32_t len;
     int ret;
 
@@ -513,6 +557,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .discard_my_data = conn->discard_my_data,
     };
     drbd_uuids_get_locked(conn, &self.uuids);
+    primary_peer = drbd_other_primary_locked(conn) >= 0;
     gen = s->hs_gen;
     peer->hs_primary = self.primary;
     qemu_mutex_unlock(&s->lock);
@@ -523,7 +568,9 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .history = { self.uuids.history[0], self.uuids.history[1] },
         .changes = self.changes,
         .flags = (self.crashed_primary ? DRBD_UUIDS_CRASHED_PRIMARY : 0) |
-                 (self.discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0),
+                 (self.discard_my_data ? DRBD_UUIDS_DISCARD_MY_DATA : 0) |
+                 (primary_peer && peer->version >= DRBD_PROTO_VERSION_NEW_UUID ?
+                  DRBD_UUIDS_PRIMARY_PEER : 0),
         .after_sb = { conn->sb_cfg.after_sb_0pri,
                       conn->sb_cfg.after_sb_1pri,
                       conn->sb_cfg.after_sb_2pri },
@@ -610,10 +657,6 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         conn->connect_held = true;
         conn->held_reason = "split brain: waiting for drbd-connect";
         qemu_mutex_unlock(&s->lock);
-    }
-    if (ret == 0) {
-        ret = drbd_resync_allowed(peer, outcome.decision,
-                                  st.role == DRBD_ROLE_PRIMARY, errp);
     }
     if (ret == 0) {
         ret = drbd_handshake_apply(peer, gen, &outcome, their_bm, errp);

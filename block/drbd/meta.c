@@ -215,6 +215,64 @@ void drbd_recent_free(BDRVDrbdState *s)
     }
 }
 
+/*
+ * This node's data became @conn's peer's: the bitmaps of its other peers
+ * recorded what they lacked of the old data.  What they lack of the new
+ * is not known here: each such peer's bitmap is emptied and counts from
+ * no generation, so that the next handshake with it goes by the current
+ * and history UUIDs alone (in sync if both are in the source's
+ * generation, a full resync otherwise).  Under s->lock.
+ */
+static void drbd_forget_other_peers_locked(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c != conn) {
+            drbd_oos_reset_locked(c, 0, s->size);
+            *drbd_md_slot_uuid_ptr(&s->md.sb, c->slot) = 0;
+        }
+    }
+}
+
+/*
+ * The resync with @peer is complete: both nodes are in the same data
+ * generation now.  The source moves its bitmap UUID to the history; the
+ * target takes the source's UUIDs as they are after that, and its data
+ * is the source's: what it recorded of its other peers (against its
+ * data as it was) means nothing any more.
+ */
+void drbd_resync_finished_uuids(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdUuids u;
+
+    qemu_mutex_lock(&s->lock);
+    if (peer->uuids_synced) {
+        /* A late resync of writes made during the handshake */
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    peer->uuids_synced = true;
+    drbd_uuids_get_locked(peer->conn, &u);
+    if (peer->decision == DRBD_SYNC_SOURCE ||
+        peer->decision == DRBD_SYNC_FULL_SOURCE) {
+        drbd_uuid_resync_finished_source(&u);
+    } else {
+        uint64_t flag = u.current & DRBD_UUID_PRIMARY_FLAG;
+
+        u = peer->hs_uuids;
+        drbd_uuid_resync_finished_source(&u);
+        u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
+        drbd_forget_other_peers_locked(peer->conn);
+    }
+    drbd_uuids_set_locked(peer->conn, &u);
+    qemu_mutex_unlock(&s->lock);
+}
+
 /* The peer whose bitmap metadata slot @slot holds, if any */
 static DrbdConnection *drbd_slot_conn(BDRVDrbdState *s, unsigned slot)
 {

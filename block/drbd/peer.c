@@ -757,3 +757,53 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
     drbd_peer_spawn_here(peer, drbd_serve_read_co, sr);
     return 0;
 }
+
+/* The new generation on disk: the meta receiver does not wait for it */
+static void coroutine_fn drbd_new_uuid_sync_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+
+    /* A failure detaches the node, which says it all */
+    drbd_co_md_sync(peer->s, false);
+    drbd_peer_put(peer);
+}
+
+/*
+ * A NEW_UUID: the primary peer started a data generation (it lost
+ * another peer, or was promoted without all of them), and this node,
+ * which receives its writes, is in it too.  A sync target of the peer
+ * takes the peer's UUIDs at the end of the resync instead.
+ */
+int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
+                                    Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
+    DrbdGate gate;
+    DrbdUuids u;
+    bool joined = false;
+
+    qemu_mutex_lock(&s->lock);
+    gate = (DrbdGate) {
+        .role = s->role,
+        .peer_role = conn->peer_role,
+        .peer_version = peer->version,
+    };
+    if (drbd_gate_new_uuid(&gate, errp) < 0) {
+        qemu_mutex_unlock(&s->lock);
+        return -EINVAL;
+    }
+    if (!peer->sync_target && conn->cstate == DRBD_CONN_STATE_CONNECTED &&
+        !s->detached) {
+        drbd_uuids_get_locked(conn, &u);
+        drbd_uuid_join(&u, uuid);
+        drbd_uuids_set_locked(conn, &u);
+        joined = true;
+    }
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_new_uuid(s->bs, uuid, joined);
+    if (joined) {
+        drbd_peer_spawn(peer, drbd_new_uuid_sync_co, peer);
+    }
+    return 0;
+}

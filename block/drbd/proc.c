@@ -137,8 +137,10 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
     const DrbdCounters *c = info->counters;
     strList *h;
 
-    g_string_append_printf(out, "%s: resource %s, node-id %u\n",
-                           info->node_name, info->resource, info->node_id);
+    g_string_append_printf(out, "%s: resource %s, node-id %u%s%s\n",
+                           info->node_name, info->resource, info->node_id,
+                           info->quorum ? "" : ", quorum:no",
+                           info->io_suspended ? ", suspended:quorum" : "");
     g_string_append_printf(out, "%2u: cs:%s ro:%s/%s ds:%s/%s %c r%c-%c--\n",
                            minor, drbd_proc_cstate_name(info->connection),
                            drbd_proc_role_name(info->role),
@@ -157,6 +159,25 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
                            c->ns / KiB, c->nr / KiB, c->dw / KiB,
                            c->dr / KiB, c->al, c->bm, c->lo, c->pe, c->ua,
                            c->ap, c->ep, c->oos / KiB);
+    if (info->peers && info->peers->next) {
+        /* More than one peer: each on a line of its own, DRBD 9's way */
+        const DrbdPeerInfoList *l;
+
+        for (l = info->peers; l; l = l->next) {
+            const DrbdPeerInfo *p = l->value;
+
+            g_string_append_printf(out, "    peer %u: cs:%s ro:%s ds:%s %c"
+                                   " ns:%" PRIu64 " nr:%" PRIu64
+                                   " pe:%u ua:%u oos:%" PRIu64 "\n",
+                                   p->node_id,
+                                   drbd_proc_cstate_name(p->connection),
+                                   drbd_proc_role_name(p->role),
+                                   drbd_proc_disk_name(p->disk),
+                                   'A' + p->protocol, p->ns / KiB,
+                                   p->nr / KiB, p->pe, p->ua,
+                                   p->out_of_sync / KiB);
+        }
+    }
     if (info->resync) {
         drbd_proc_resync(out, info->resync);
     }

@@ -126,6 +126,15 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             }
             break;
         }
+        case DRBD_CMD_NEW_UUID: {
+            uint64_t uuid;
+
+            ret = drbd_wire_get_new_uuid(payload, h.length, &uuid, &err);
+            if (ret == 0) {
+                ret = drbd_peer_new_uuid(peer, uuid, &err);
+            }
+            break;
+        }
         case DRBD_CMD_RS_CSUM_REPLY:
             ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size, 0,
                                    &ov, &err);

@@ -193,8 +193,9 @@ static int coroutine_fn drbd_co_state_request(DrbdConnection *conn,
  * for the superblock, which the caller writes before the node is primary.
  * Called with s->lock.
  */
-static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
+static bool drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
 {
+    bool new_generation;
     unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
                     DRBD_CONN_RESYNCING;
     bool all_connected = true;
@@ -207,11 +208,12 @@ static void drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
     for (i = 0; i < s->nr_conns; i++) {
         all_connected &= !!(DRBD_CONN_BIT(s->conns[i]->cstate) & mask);
     }
-    drbd_new_generation_locked(s, force || !all_connected);
+    new_generation = drbd_new_generation_locked(s, force || !all_connected);
     s->md.sb.uuid_current |= DRBD_UUID_PRIMARY_FLAG;
     /* On disk before the first write as primary can be */
     s->md.primary_pending = true;
     s->hs_gen++;
+    return new_generation;
 }
 
 /* A promotion is over: the node is primary, or gave up */
@@ -367,7 +369,7 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = drbd_name(s);
     AioContext *old_ctx;
-    bool target;
+    bool target, new_generation;
     int ret;
 
     qemu_mutex_lock(&s->lock);
@@ -403,6 +405,14 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s': the connection handshake is running; try "
                    "again", name);
+        return -EAGAIN;
+    }
+    if (!force && drbd_quorum_check_locked(s, errp) < 0) {
+        qemu_mutex_unlock(&s->lock);
+        error_prepend(errp, "'%s': ", name);
+        error_append_hint(errp, "Promote a node of the partition that has "
+                          "quorum, or, sure that the others are gone, "
+                          "promote this one with force=true.\n");
         return -EAGAIN;
     }
     if (!force && drbd_lost_primary_check_locked(s, errp) < 0) {
@@ -452,7 +462,7 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
          * generation, so that the next handshake knows who changed what
          */
         qemu_mutex_lock(&s->lock);
-        drbd_promotion_begin_locked(s, force);
+        new_generation = drbd_promotion_begin_locked(s, force);
         qemu_mutex_unlock(&s->lock);
         bdrv_graph_co_rdlock();
         ret = drbd_md_sync_in_request(s, false);
@@ -463,6 +473,9 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         if (ret < 0) {
             error_setg_errno(errp, -ret, "'%s': could not write the "
                              "metadata; not promoted", name);
+        } else if (new_generation && !force) {
+            /* The peers connected join it (a forced one reconnects) */
+            drbd_announce_new_uuid(s);
         }
     }
     bdrv_co_leave(s->bs, old_ctx);
@@ -665,6 +678,9 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
  */
 static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
 {
+    if (drbd_quorum_check_locked(s, errp) < 0) {
+        return -EAGAIN;
+    }
     if (drbd_lost_primary_check_locked(s, errp) < 0) {
         return -EBUSY;
     }
@@ -718,6 +734,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
 {
     int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                        drbd_ping_timeout_ns(s);
+    bool new_generation;
     int ret;
 
     qemu_co_mutex_lock(&s->auto_lock);
@@ -753,12 +770,14 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     }
 
     qemu_mutex_lock(&s->lock);
-    drbd_promotion_begin_locked(s, false);
+    new_generation = drbd_promotion_begin_locked(s, false);
     qemu_mutex_unlock(&s->lock);
     ret = drbd_co_become_primary(s, false, drbd_md_sync_in_request(s, false),
                                  "promoted (auto-promote)");
     if (ret < 0) {
         error_setg_errno(errp, -ret, "could not write the metadata");
+    } else if (new_generation) {
+        drbd_announce_new_uuid(s);
     }
     qemu_co_mutex_unlock(&s->auto_lock);
     return ret;

@@ -22,6 +22,8 @@
 
 #include "drbd-int.h"
 
+static void drbd_quorum_wake_locked(BDRVDrbdState *s);
+
 /*
  * Change what is not negative among the node's @role and @disk, and the
  * @cstate, @peer_role and @peer_disk of its connection @conn (NULL if
@@ -36,7 +38,8 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     DrbdConnState c;
     DrbdDiskState d, pd;
     uint8_t peer_id;
-    bool changed = false;
+    bool changed = false, quorum_changed, quorum;
+    unsigned present;
 
     assert(conn || (cstate < 0 && peer_role < 0 && peer_disk < 0));
     qemu_mutex_lock(&s->lock);
@@ -62,6 +65,13 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
         DRBD_SET(conn->peer_disk, peer_disk);
     }
 #undef DRBD_SET
+    drbd_quorum_update_locked(s);
+    quorum_changed = s->quorum_need && s->has_quorum != s->quorum_reported;
+    if (quorum_changed) {
+        s->quorum_reported = s->has_quorum;
+    }
+    quorum = s->has_quorum;
+    present = s->quorum_present;
     /* A change of the node's own states names its first peer */
     conn = conn ?: drbd_conn(s);
     r = s->role;
@@ -74,8 +84,20 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
         /* A job that waits for the node's state looks again (job.c) */
         drbd_jobs_wake_locked(s);
     }
+    if (changed || quorum_changed) {
+        /*
+         * Guest requests that wait for quorum look again (the quorum is
+         * back, or a demotion fails them)
+         */
+        drbd_quorum_wake_locked(s);
+    }
     qemu_mutex_unlock(&s->lock);
 
+    if (quorum_changed) {
+        trace_drbd_quorum(s->bs, quorum, present, s->quorum_need);
+        qapi_event_send_drbd_quorum_change(bdrv_get_node_name(s->bs), quorum,
+                                           present, s->quorum_need);
+    }
     if (!changed) {
         return;
     }
@@ -373,6 +395,8 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);
     }
+    info->quorum = s->has_quorum;
+    info->io_suspended = !QSLIST_EMPTY(&s->quorum_waiters);
     info->uuids = g_new0(DrbdUuidInfo, 1);
     info->uuids->current = drbd_uuid_hex(s->md.sb.uuid_current);
     info->uuids->bitmap = drbd_uuid_hex(drbd_md_slot_uuid(&s->md.sb,
@@ -549,6 +573,10 @@ void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
  * The node's data moves on without some peer (@writes_continue: a
  * primary, or one becoming primary): a new current UUID, and each peer
  * whose bitmap counts from no generation yet counts from the old one.
+ * A peer told of the new one (drbd_announce_new_uuid()) joins it, but
+ * may not get the word: its bitmap counts from the old one all the same,
+ * which is right either way (a joined peer's next handshake resyncs what
+ * its bitmap holds, nothing that it has).
  * (A peer that receives our writes has nothing in its bitmap, and what
  * it lacks later is in it: a bitmap-based resync brings it back, as it
  * does a peer that missed the writes.)  Returns whether it did that.
@@ -564,12 +592,38 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue)
         return false;
     }
     for (i = 0; i < s->nr_conns; i++) {
-        drbd_uuids_get_locked(s->conns[i], &u);
+        DrbdConnection *c = s->conns[i];
+
+        drbd_uuids_get_locked(c, &u);
         u.current = old;
         drbd_uuid_peer_disk_lost(&u, true, fresh);
-        drbd_uuids_set_locked(s->conns[i], &u);
+        drbd_uuids_set_locked(c, &u);
+    }
+    if (s->nr_conns > 1) {
+        /*
+         * As a peer that joins does: a peer still in the old generation
+         * is known to be one behind, whatever its bitmap
+         */
+        uint64_t current = s->md.sb.uuid_current;
+
+        drbd_uuids_get_locked(s->conns[0], &u);
+        u.current = old;
+        drbd_uuid_join(&u, current);
+        drbd_uuids_set_locked(s->conns[0], &u);
     }
     return true;
+}
+
+/*
+ * Whether @c's peer is told of a new generation of this node (and joins
+ * it): it is connected, in sync, and speaks version 5.  Under s->lock.
+ */
+bool drbd_uuid_told_locked(DrbdConnection *c)
+{
+    return c->cstate == DRBD_CONN_STATE_CONNECTED && c->peer &&
+           !qatomic_read(&c->peer->broken) &&
+           !drbd_disk_detached(c->peer_disk) &&
+           c->peer->version >= DRBD_PROTO_VERSION_NEW_UUID;
 }
 
 /* A UUID as query-drbd, info drbd and qemu-img info show it */
@@ -584,38 +638,6 @@ uint64_t drbd_fresh_uuid(void)
 
     qemu_guest_getrandom_nofail(&v, sizeof(v));
     return v;
-}
-
-/*
- * The resync with @peer is complete: both nodes are in the same data
- * generation now.  The source moves its bitmap UUID to the history; the
- * target takes the source's UUIDs as they are after that.
- */
-void drbd_resync_finished_uuids(DrbdPeer *peer)
-{
-    BDRVDrbdState *s = peer->s;
-    DrbdUuids u;
-
-    qemu_mutex_lock(&s->lock);
-    if (peer->uuids_synced) {
-        /* A late resync of writes made during the handshake */
-        qemu_mutex_unlock(&s->lock);
-        return;
-    }
-    peer->uuids_synced = true;
-    drbd_uuids_get_locked(peer->conn, &u);
-    if (peer->decision == DRBD_SYNC_SOURCE ||
-        peer->decision == DRBD_SYNC_FULL_SOURCE) {
-        drbd_uuid_resync_finished_source(&u);
-    } else {
-        uint64_t flag = u.current & DRBD_UUID_PRIMARY_FLAG;
-
-        u = peer->hs_uuids;
-        drbd_uuid_resync_finished_source(&u);
-        u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
-    }
-    drbd_uuids_set_locked(peer->conn, &u);
-    qemu_mutex_unlock(&s->lock);
 }
 
 /*
@@ -645,4 +667,129 @@ void drbd_note_error(BDRVDrbdState *s, Error *err)
     }
     drbd_note_reason(s, "", error_get_pretty(err));
     error_free(err);
+}
+
+/*
+ * Wake the guest requests that wait for quorum, each in its context, from
+ * a bottom half there (never entered here: this may run in a drain's
+ * start, or hold the lock the request takes).  Under s->lock.
+ */
+static void drbd_quorum_wake_locked(BDRVDrbdState *s)
+{
+    DrbdQuorumWaiter *w;
+
+    while ((w = QSLIST_FIRST(&s->quorum_waiters))) {
+        QSLIST_REMOVE_HEAD(&s->quorum_waiters, next);
+        aio_co_schedule(qemu_coroutine_get_aio_context(w->co), w->co);
+    }
+}
+
+/*
+ * Quorum
+ *
+ * A node sees itself and each peer it is connected to (the connection
+ * established: the handshake is over), whatever the peer's disk, so that
+ * a diskless peer is a tie-breaker.  It has quorum while it sees
+ * quorum_need nodes, quorum_min_uptodate of them with up-to-date data.
+ */
+void drbd_quorum_update_locked(BDRVDrbdState *s)
+{
+    unsigned present = 1, uptodate, i;
+    bool quorum;
+
+    if (!s->quorum_need) {
+        qatomic_set(&s->has_quorum, true);
+        return;
+    }
+    uptodate = s->disk == DRBD_DISK_STATE_UP_TO_DATE;
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c->peer && c->cstate >= DRBD_CONN_STATE_CONNECTED) {
+            present++;
+            uptodate += c->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
+        }
+    }
+    quorum = present >= s->quorum_need && uptodate >= s->quorum_min_uptodate;
+    s->quorum_present = present;
+    qatomic_set(&s->has_quorum, quorum);
+}
+
+/* Why the node may not be promoted for want of quorum; under s->lock */
+int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp)
+{
+    drbd_quorum_update_locked(s);
+    if (s->has_quorum) {
+        return 0;
+    }
+    if (s->quorum_present >= s->quorum_need) {
+        error_setg(errp, "no quorum: too few of the %u nodes it sees have "
+                   "up-to-date data (quorum-minimum-redundancy %u)",
+                   s->quorum_present, s->quorum_min_uptodate);
+    } else {
+        error_setg(errp, "no quorum: the node sees %u of the resource's %u "
+                   "nodes, and quorum needs %u", s->quorum_present,
+                   s->nr_conns + 1, s->quorum_need);
+    }
+    return -EAGAIN;
+}
+
+/*
+ * A primary's guest request: 0 while the node has quorum (at once where
+ * quorum is off), or else -EIO (on-no-quorum io-error), or a wait until
+ * the quorum is back (suspend-io), which drbd-resume-io, a demotion and
+ * a drain of the node (which must end: a close, a move, a snapshot) end
+ * with -EIO.  The first failure of a streak is logged.  (A flush is not
+ * held: it makes durable what was written, and no write completed
+ * without quorum.)
+ */
+int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
+{
+    unsigned present;
+    uint64_t gen;
+    int ret = 0;
+
+    if (!s->quorum_need || qatomic_read(&s->has_quorum)) {
+        return 0;
+    }
+    qemu_mutex_lock(&s->lock);
+    gen = s->resume_gen;
+    while (!s->has_quorum) {
+        DrbdQuorumWaiter w = { .co = qemu_coroutine_self() };
+
+        if (s->on_no_quorum == DRBD_ON_NO_QUORUM_IO_ERROR ||
+            s->resume_gen != gen || s->role != DRBD_ROLE_PRIMARY ||
+            qatomic_read(&s->drained)) {
+            ret = -EIO;
+            break;
+        }
+        trace_drbd_quorum_suspended(s->bs, what);
+        QSLIST_INSERT_HEAD(&s->quorum_waiters, &w, next);
+        qemu_mutex_unlock(&s->lock);
+        qemu_coroutine_yield();
+        qemu_mutex_lock(&s->lock);
+    }
+    present = s->quorum_present;
+    qemu_mutex_unlock(&s->lock);
+    if (ret == 0) {
+        qatomic_set(&s->quorum_refusal_reported, false);
+    } else if (!qatomic_xchg(&s->quorum_refusal_reported, true)) {
+        error_report("drbd node '%s' (resource %s) has no quorum (it sees "
+                     "%u of %u nodes, %u needed): guest %s failed",
+                     drbd_name(s), s->resource, present, s->nr_conns + 1,
+                     s->quorum_need, what);
+    }
+    return ret;
+}
+
+/*
+ * drbd-resume-io, and a drain's start: the guest requests waiting for
+ * quorum fail now.  Any thread.
+ */
+void drbd_resume_io(BDRVDrbdState *s)
+{
+    qemu_mutex_lock(&s->lock);
+    s->resume_gen++;
+    drbd_quorum_wake_locked(s);
+    qemu_mutex_unlock(&s->lock);
 }

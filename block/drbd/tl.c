@@ -394,7 +394,7 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
 void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
 {
     BDRVDrbdState *s = peer->s;
-    bool new_generation;
+    bool new_generation, announce;
 
     qemu_mutex_lock(&s->lock);
     if (s->detached) {
@@ -403,6 +403,7 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
         return;
     }
     drbd_oos_set_locked(peer->conn, 0, s->size);
+    announce = s->role == DRBD_ROLE_PRIMARY;
     new_generation = drbd_new_generation_locked(s,
                                                 s->role == DRBD_ROLE_PRIMARY ||
                                                 peer_primary);
@@ -410,4 +411,7 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
     trace_drbd_peer_disk_gone(s->bs, new_generation);
     /* A failure detaches us too, which says it all */
     drbd_co_md_sync(s, true);
+    if (new_generation && announce) {
+        drbd_announce_new_uuid(s);
+    }
 }

@@ -698,6 +698,20 @@ bool drbd_uuid_promote(DrbdUuids *u, bool peer_disk_up_to_date, bool force,
     return new_generation;
 }
 
+void drbd_uuid_join(DrbdUuids *u, uint64_t current)
+{
+    uint64_t old = uuid_val(u->current);
+
+    if (uuid_val(current) == old) {
+        return;
+    }
+    if (uuid_names_data(old)) {
+        u->history[1] = u->history[0];
+        u->history[0] = old;
+    }
+    u->current = uuid_val(current) | (u->current & DRBD_UUID_PRIMARY_FLAG);
+}
+
 void drbd_uuid_demote(DrbdUuids *u)
 {
     u->current &= ~DRBD_UUID_PRIMARY_FLAG;

@@ -399,6 +399,15 @@ void drbd_uuid_demote(DrbdUuids *u);
  * generation (whatever the bitmap UUID, as drbd_uuid_promote()).
  * Returns whether it did.
  */
+/*
+ * A primary peer started the data generation @current, which this node
+ * (in sync with it, receiving its writes) joins: the old current UUID
+ * moves to the history, so that a node still in the old generation is
+ * known to be behind.  The primary flag of @current is the sender's, not
+ * ours.  Nothing changes if @current is ours already.
+ */
+void drbd_uuid_join(DrbdUuids *u, uint64_t current);
+
 bool drbd_uuid_peer_disk_lost(DrbdUuids *u, bool writes_continue,
                               uint64_t fresh);
 

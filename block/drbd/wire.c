@@ -15,6 +15,7 @@
 #include "qemu/bswap.h"
 #include "qapi/error.h"
 #include "rle.h"
+#include "uuid.h"
 #include "wire.h"
 
 /* Payload layouts: offsets of the fields and sizes of the fixed parts */
@@ -57,6 +58,10 @@
 /* STATE_REPLY */
 #define STATE_REPLY_RESULT      0
 #define STATE_REPLY_SIZE        4
+
+/* NEW_UUID */
+#define NEW_UUID_UUID           0
+#define NEW_UUID_SIZE           8
 
 /* DATA, ZEROES, DISCARD, RS_DATA */
 #define DATA_OFFSET             0
@@ -158,6 +163,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_DATA_REQUEST] = { "DATA_REQUEST", ACK_SIZE, ACK_SIZE },
     [DRBD_CMD_DATA_REPLY]   = { "DATA_REPLY", DATA_MIN_SIZE, DATA_MAX_SIZE },
     [DRBD_CMD_NEG_DREPLY]   = { "NEG_DREPLY", ACK_SIZE, ACK_SIZE },
+    [DRBD_CMD_NEW_UUID]     = { "NEW_UUID", NEW_UUID_SIZE, NEW_UUID_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -342,6 +348,15 @@ void drbd_wire_put_state_reply(GByteArray *out, uint32_t result)
     assert(result <= DRBD_STATE_REPLY_REFUSED);
     put_header(buf, DRBD_CMD_STATE_REPLY, STATE_REPLY_SIZE);
     stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + STATE_REPLY_RESULT, result);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + NEW_UUID_SIZE];
+
+    put_header(buf, DRBD_CMD_NEW_UUID, NEW_UUID_SIZE);
+    stq_be_p(buf + DRBD_WIRE_HEADER_SIZE + NEW_UUID_UUID, uuid);
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -823,6 +838,26 @@ int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
 
     s->role = role_from_wire[role];
     s->disk_state = disk_from_wire[disk];
+    return 0;
+}
+
+int drbd_wire_get_new_uuid(const uint8_t *buf, size_t len, uint64_t *uuid,
+                           Error **errp)
+{
+    uint64_t u;
+
+    if (check_len("NEW_UUID", len, NEW_UUID_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    u = ldq_be_p(buf + NEW_UUID_UUID);
+    /* The primary flag is the sender's: the value is the rest */
+    if ((u & ~DRBD_UUID_PRIMARY_FLAG) == 0 ||
+        (u & ~DRBD_UUID_PRIMARY_FLAG) == DRBD_UUID_JUST_CREATED) {
+        error_setg(errp, "NEW_UUID packet: UUID %" PRIx64 " names no data",
+                   u);
+        return -EINVAL;
+    }
+    *uuid = u;
     return 0;
 }
 

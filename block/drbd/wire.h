@@ -36,12 +36,19 @@
  * and waits for the STATE_REPLY; a STATE that changes the sender's role,
  * or raises its disk state, is refused.
  */
+/*
+ * Version 5: NEW_UUID, a primary's new current UUID, to the peers that
+ * receive its writes (a resource of three or more nodes); a node sends
+ * it only to a peer that speaks version 5.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  4
+#define DRBD_PROTO_VERSION_MAX  5
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
 #define DRBD_PROTO_VERSION_ROLE_REQ 4
+/* The first version with NEW_UUID */
+#define DRBD_PROTO_VERSION_NEW_UUID 5
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -115,6 +122,8 @@ typedef enum DrbdCmd {
     DRBD_CMD_DATA_REQUEST   = 29,   /* send me these blocks */
     DRBD_CMD_DATA_REPLY     = 30,   /* the blocks asked for */
     DRBD_CMD_NEG_DREPLY     = 31,   /* they could not be read */
+    /* a primary's new data generation (version 5), meta channel */
+    DRBD_CMD_NEW_UUID       = 32,
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -160,8 +169,11 @@ typedef struct DrbdStatePacket {
 /* Bits of DrbdUuidsPacket.flags */
 #define DRBD_UUIDS_CRASHED_PRIMARY  (1u << 0)  /* stopped while primary */
 #define DRBD_UUIDS_DISCARD_MY_DATA  (1u << 1)  /* the operator said so */
+/* version 5: the sender has a primary peer, other than the receiver */
+#define DRBD_UUIDS_PRIMARY_PEER     (1u << 2)
 #define DRBD_UUIDS_ALL              (DRBD_UUIDS_CRASHED_PRIMARY | \
-                                     DRBD_UUIDS_DISCARD_MY_DATA)
+                                     DRBD_UUIDS_DISCARD_MY_DATA | \
+                                     DRBD_UUIDS_PRIMARY_PEER)
 /* The highest after-sb policy number a decoder accepts */
 #define DRBD_WIRE_AFTER_SB_MAX      15
 
@@ -344,6 +356,7 @@ void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s);
 /* STATE_REQ has STATE's payload: decode it with drbd_wire_get_state() */
 void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
+void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid);
 /*
  * @cmd is DATA, ZEROES, DISCARD, RS_DATA, RS_ZEROES or DATA_REPLY; data
  * is appended for DATA, RS_DATA and DATA_REPLY only (@p->bytes of it
@@ -404,6 +417,9 @@ int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
                         Error **errp);
 int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
                               uint32_t *result, Error **errp);
+/* A NEW_UUID: refuses a UUID that names no data (0, "just created") */
+int drbd_wire_get_new_uuid(const uint8_t *buf, size_t len, uint64_t *uuid,
+                           Error **errp);
 int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
                        uint64_t disk_size, DrbdDataPacket *p, Error **errp);
 int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,

@@ -709,6 +709,19 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
         }
         return got_state_reply(m, errp);
     }
+    case DRBD_CMD_NEW_UUID: {
+        uint64_t uuid;
+
+        if (drbd_wire_get_new_uuid(buf, len, &uuid, errp) < 0 ||
+            drbd_gate_new_uuid(&m->g, errp) < 0) {
+            return -EINVAL;
+        }
+        /* Only a primary's, to a node that is not, over version 5 */
+        assert(m->g.peer_role == DRBD_ROLE_PRIMARY &&
+               m->g.role != DRBD_ROLE_PRIMARY &&
+               m->g.peer_version >= DRBD_PROTO_VERSION_NEW_UUID);
+        return 0;
+    }
     case DRBD_CMD_PING:
     case DRBD_CMD_PING_ACK:
         return 0;

@@ -465,6 +465,31 @@ static void test_state_reply(void)
     assert_ok(drbd_gate_state_reply(&g, &err), err);
 }
 
+static void test_new_uuid(void)
+{
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    g.peer_version = DRBD_PROTO_VERSION_NEW_UUID;
+    g.peer_role = DRBD_ROLE_PRIMARY;
+    assert_ok(drbd_gate_new_uuid(&g, &err), err);
+    /* only from a primary */
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_new_uuid(&g, &err), &err,
+                   "NEW_UUID, but the peer is secondary: only a primary "
+                   "starts a data generation");
+    /* only to a secondary */
+    g.peer_role = DRBD_ROLE_PRIMARY;
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_new_uuid(&g, &err), &err,
+                   "NEW_UUID while this node is primary");
+    /* only over version 5 */
+    g.role = DRBD_ROLE_SECONDARY;
+    g.peer_version = DRBD_PROTO_VERSION_NEW_UUID - 1;
+    assert_refused(drbd_gate_new_uuid(&g, &err), &err,
+                   "NEW_UUID from a peer of protocol version 4");
+}
+
 static void test_data_request(void)
 {
     DrbdBlockAck r = { .offset = 4096, .id = 1, .bytes = 4096 };
@@ -999,6 +1024,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/ov-reply", test_ov_reply);
     g_test_add_func("/drbd-gate/csum", test_csum);
     g_test_add_func("/drbd-gate/csum-reply", test_csum_reply);
+    g_test_add_func("/drbd-gate/new-uuid", test_new_uuid);
 
     return g_test_run();
 }

@@ -69,6 +69,7 @@ static void node_init(Node *n)
             .disk = DRBD_DISK_STATE_UP_TO_DATE,
             .peer_disk = DRBD_DISK_STATE_UP_TO_DATE,
             .protocol = DRBD_PROTOCOL_C,
+            .quorum = true,
         },
         .counters = {
             .ns = 5184 * KiB, .nr = 0, .dw = 5184 * KiB + 512,
@@ -137,6 +138,42 @@ static void test_format_standalone(void)
         "    uuids: 8E33C2A0A4F1B7D1:0000000000000000:5A45524F45440000:"
         "0000000000000000\n"
         "    last error: connecting: Connection refused\n");
+}
+
+/* Three nodes: a line per peer; a primary that lost quorum says so */
+static void test_format_peers(void)
+{
+    g_autofree char *out = NULL;
+    DrbdPeerInfo p[2] = {
+        { .node_id = 0, .connection = DRBD_CONN_STATE_CONNECTED,
+          .role = DRBD_ROLE_SECONDARY, .disk = DRBD_DISK_STATE_UP_TO_DATE,
+          .protocol = DRBD_PROTOCOL_C, .ns = 2048 * KiB, .pe = 1 },
+        { .node_id = 2, .connection = DRBD_CONN_STATE_WF_CONNECTION,
+          .role = DRBD_ROLE_UNKNOWN, .disk = DRBD_DISK_STATE_DUNKNOWN,
+          .protocol = DRBD_PROTOCOL_A, .out_of_sync = 256 * KiB },
+    };
+    DrbdPeerInfoList l[2] = {
+        { .next = &l[1], .value = &p[0] },
+        { .next = NULL, .value = &p[1] },
+    };
+    Node n;
+
+    node_init(&n);
+    n.info.peers = &l[0];
+    n.info.quorum = false;
+    n.info.io_suspended = true;
+    out = format(0, &n.info);
+    g_assert_cmpstr(out, ==,
+        "disk0: resource r0, node-id 1, quorum:no, suspended:quorum\n"
+        " 0: cs:Connected ro:Primary/Secondary ds:UpToDate/UpToDate C r-----\n"
+        "    ns:5184 nr:0 dw:5184 dr:0 al:2 bm:3 lo:4 pe:5 ua:6 ap:7 ep:1 "
+        "wo:f oos:0\n"
+        "    peer 0: cs:Connected ro:Secondary ds:UpToDate C ns:2048 nr:0 "
+        "pe:1 ua:0 oos:0\n"
+        "    peer 2: cs:WFConnection ro:Unknown ds:DUnknown A ns:0 nr:0 "
+        "pe:0 ua:0 oos:256\n"
+        "    uuids: 8E33C2A0A4F1B7D1:0000000000000000:5A45524F45440000:"
+        "0000000000000000\n");
 }
 
 /* The progress line of a resync with @done of @total KiB */
@@ -275,6 +312,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-proc/names", test_names);
     g_test_add_func("/drbd-proc/format/connected", test_format_connected);
     g_test_add_func("/drbd-proc/format/standalone", test_format_standalone);
+    g_test_add_func("/drbd-proc/format/peers", test_format_peers);
     g_test_add_func("/drbd-proc/format/resync", test_format_resync);
     g_test_add_func("/drbd-proc/format/verify", test_format_verify);
     g_test_add_func("/drbd-proc/format/resync-stalled",

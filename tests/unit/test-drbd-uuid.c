@@ -1156,6 +1156,18 @@ static void test_life_new_current(void)
     g_assert_true(drbd_uuid_promote(&u, false, false, GZ));
     assert_uuids(&u, GZ | PRI, GX, H1, 0);
 
+    /* joining a primary's new generation: the old one to the history */
+    u = U(GX, 0, H1, H2);
+    drbd_uuid_join(&u, GY | PRI);
+    assert_uuids(&u, GY, 0, GX, H1);
+    /* the same again changes nothing */
+    drbd_uuid_join(&u, GY);
+    assert_uuids(&u, GY, 0, GX, H1);
+    /* "just created" is no generation to keep */
+    u = U(DRBD_UUID_JUST_CREATED, 0, 0, 0);
+    drbd_uuid_join(&u, GX);
+    assert_uuids(&u, GX, 0, 0, 0);
+
     /* losing the peer's disk */
     u = U(GX | PRI, 0, H1, 0);
     g_assert_false(drbd_uuid_peer_disk_lost(&u, false, GY));

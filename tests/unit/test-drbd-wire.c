@@ -13,6 +13,7 @@
 #include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "../../block/drbd/rle.h"
+#include "../../block/drbd/uuid.h"
 #include "../../block/drbd/wire.h"
 
 /*
@@ -287,6 +288,18 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
             g_assert_cmpuint(s.integrity, <, DRBD_DIGEST__MAX);
             g_assert_cmpuint(s.verify, <, DRBD_DIGEST__MAX);
             g_assert_cmpuint(s.csums, <, DRBD_DIGEST__MAX);
+        }
+        return ret;
+    }
+    case DRBD_CMD_NEW_UUID: {
+        uint64_t uuid;
+
+        ret = drbd_wire_get_new_uuid(buf, len, &uuid, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, 8);
+            g_assert_cmpuint(uuid & ~DRBD_UUID_PRIMARY_FLAG, !=, 0);
+            g_assert_cmpuint(uuid & ~DRBD_UUID_PRIMARY_FLAG, !=,
+                             DRBD_UUID_JUST_CREATED);
         }
         return ret;
     }
@@ -888,6 +901,44 @@ static void test_state_request(void)
     }
 }
 
+static void test_new_uuid(void)
+{
+    static const uint64_t good[] = {
+        0x1234567890abcdefULL, 0x1234567890abcdeeULL, 2, 3, 6,
+        UINT64_MAX,
+    };
+    static const uint64_t bad[] = { 0, 1, DRBD_UUID_JUST_CREATED,
+                                    DRBD_UUID_JUST_CREATED | 1 };
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint8_t buf[16] = { 0 };
+    const uint8_t *payload;
+    Error *err = NULL;
+    uint64_t uuid;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(good); i++) {
+        g_byte_array_set_size(pkt, 0);
+        drbd_wire_put_new_uuid(pkt, good[i]);
+        payload = check_header(pkt, DRBD_CMD_NEW_UUID);
+        g_assert_cmpuint(pkt->len, ==, HDR + 8);
+        g_assert_cmpint(drbd_wire_get_new_uuid(payload, 8, &uuid,
+                                               &error_abort), ==, 0);
+        g_assert_cmpuint(uuid, ==, good[i]);
+    }
+    /* a UUID that names no data, and every wrong length */
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        stq_be_p(buf, bad[i]);
+        assert_failed(drbd_wire_get_new_uuid(buf, 8, &uuid, &err), &err);
+    }
+    stq_be_p(buf, good[0]);
+    for (i = 0; i < sizeof(buf); i++) {
+        if (i != 8) {
+            assert_failed(drbd_wire_get_new_uuid(buf, i, &uuid, &err),
+                          &err);
+        }
+    }
+}
+
 static void test_round_trip_data(void)
 {
     static const struct {
@@ -1103,9 +1154,12 @@ static void test_uuids(void)
     g_assert(memcmp(v.after_sb, u.after_sb, 3) == 0);
 
     assert_failed(drbd_wire_get_uuids(p, 47, &v, &err), &err);
-    p[43] = 4;                                  /* unknown flag */
+    p[43] = 4;                          /* version 5's primary peer */
+    g_assert_cmpint(drbd_wire_get_uuids(p, 48, &v, &error_abort), ==, 0);
+    g_assert_cmpuint(v.flags, ==, DRBD_UUIDS_PRIMARY_PEER);
+    p[43] = 8;                                  /* unknown flag */
     assert_failed_with(drbd_wire_get_uuids(p, 48, &v, &err), &err,
-                       "UUIDS packet: unknown flags 0x4");
+                       "UUIDS packet: unknown flags 0x8");
     p[43] = 1;
     p[45] = 16;                                 /* unknown policy */
     assert_failed_with(drbd_wire_get_uuids(p, 48, &v, &err), &err,
@@ -3577,6 +3631,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/digest/length",
                     test_digest_length_from_payload);
     g_test_add_func("/drbd-wire/read/round-trip", test_read_round_trip);
+    g_test_add_func("/drbd-wire/new-uuid", test_new_uuid);
     g_test_add_func("/drbd-wire/read/invalid", test_read_invalid);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
     g_test_add_func("/drbd-wire/mutation", test_mutation);

@@ -1043,6 +1043,190 @@ class _RecordingRunner(iotests.ReproducibleTestRunner):
         return super().run(test)
 
 
+class MeshTestCase(iotests.QMPTestCase):
+    """
+    A test case over a resource of several qemu-storage-daemons, one per
+    name of @names (node ids 0, 1, ...), each exporting its drbd node
+    (drbd0, drbd1, ...) over NBD, configured with the peers option: every
+    pair connects, the lower node id to the higher one's port for that
+    pair.  With @proxied, each connection goes through a Proxy, so that a
+    test can cut or freeze any link: self.link[(x, y)].  A subclass names
+    the nodes, and may give some no image (@diskless: diskless clients).
+    """
+    size = 8 * MiB
+    names: List[str] = ['a', 'b', 'c']
+    diskless: List[str] = []
+    proxied = False
+    qsd: Dict[str, Optional[iotests.QemuStorageDaemon]]
+
+    def setUp(self) -> None:
+        self.img = {n: os.path.join(iotests.test_dir, f'mesh-{n}.img')
+                    for n in self.names if n not in self.diskless}
+        self.sock = {n: os.path.join(iotests.sock_dir,
+                                     f'drbd-mesh-{os.getpid()}-{n}.sock')
+                     for n in self.names}
+        self.node = {n: f'drbd{i}' for i, n in enumerate(self.names)}
+        self.node_id = {n: i for i, n in enumerate(self.names)}
+        for f in self.img.values():
+            qemu_img('create', '-f', 'drbd', '-o',
+                     f'max-peers={len(self.names) - 1}', f, str(self.size))
+        self.ports: Dict[Tuple[str, str], int] = {}
+        self.link: Dict[Tuple[str, str], Proxy] = {}
+        for x in self.names:
+            for y in self.names:
+                if self.node_id[x] < self.node_id[y]:
+                    self.ports[(x, y)] = new_port()
+                    if self.proxied:
+                        self.link[(x, y)] = Proxy(self.ports[(x, y)])
+        self.qsd = {n: None for n in self.names}
+        self.backlog: Dict[str, List[QMPEvent]] = {n: [] for n in self.names}
+        mark_logs(self.id(), *self.names)
+
+    def tearDown(self) -> None:
+        for n in self.names:
+            self.stop(n)
+        for p in self.link.values():
+            p.close()
+        for f in self.img.values():
+            os.remove(f)
+
+    @staticmethod
+    def inet(port: int) -> Dict[str, Any]:
+        return {'type': 'inet', 'host': '127.0.0.1', 'port': str(port)}
+
+    def pair(self, x: str, y: str) -> Tuple[str, str]:
+        return (x, y) if self.node_id[x] < self.node_id[y] else (y, x)
+
+    def peers(self, name: str) -> List[Dict[str, Any]]:
+        """The peers option of node @name"""
+        out = []
+        for other in self.names:
+            if other == name:
+                continue
+            entry: Dict[str, Any] = {'node-id': self.node_id[other]}
+            pair = self.pair(name, other)
+            if pair[0] == name:
+                port = self.link[pair].port if self.proxied else \
+                    self.ports[pair]
+                entry['address'] = self.inet(port)
+            else:
+                entry['listen'] = self.inet(self.ports[pair])
+            out.append(entry)
+        return out
+
+    def start(self, name: str, role: str,
+              **extra: Any) -> iotests.QemuStorageDaemon:
+        """Node @name as @role, with the drbd options @extra"""
+        args: List[str] = []
+        if os.environ.get('DRBD_TRACE'):
+            # e.g. DRBD_TRACE='drbd_*': trace events into the node's log
+            args = ['--trace', os.environ['DRBD_TRACE']]
+        if name in self.img:
+            args += ['--blockdev', f'driver=file,node-name=file-{name},'
+                     f'filename={self.img[name]}']
+        qsd = start_qsd(name, *args)
+        self.qsd[name] = qsd
+        self.backlog[name] = []
+        opts: Dict[str, Any] = {
+            'driver': 'drbd', 'node-name': self.node[name], 'role': role,
+            'node-id': self.node_id[name], 'connect-interval': 200,
+            'peers': self.peers(name), **extra}
+        if name in self.img:
+            opts['file'] = f'file-{name}'
+        else:
+            opts['size'] = self.size
+        qsd.cmd('blockdev-add', opts)
+        qsd.cmd('nbd-server-start', {
+            'addr': {'type': 'unix', 'data': {'path': self.sock[name]}}})
+        qsd.cmd('block-export-add', {
+            'type': 'nbd', 'id': f'exp-{name}',
+            'node-name': self.node[name], 'writable': True})
+        return qsd
+
+    def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
+        qsd = self.qsd[name]
+        if qsd is not None:
+            self.qsd[name] = None
+            if sig == signal.SIGKILL:
+                qsd.stop(kill_signal=signal.SIGKILL)
+            else:
+                stop_qsd(qsd)
+
+    def q(self, name: str) -> iotests.QemuStorageDaemon:
+        return alive(self.qsd[name], name)
+
+    def info(self, name: str) -> Dict[str, Any]:
+        return drbd_info(self.q(name), self.node[name])
+
+    def wait(self, name: str, timeout: float = 30,
+             **want: Any) -> Dict[str, Any]:
+        return wait_drbd(self.q(name), self.node[name], timeout, **want)
+
+    def peer(self, name: str, other: str) -> Dict[str, Any]:
+        for p in self.info(name)['peers']:
+            if p['node-id'] == self.node_id[other]:
+                return dict(p)
+        raise AssertionError(f'{name} does not list peer {other}')
+
+    def wait_peer(self, name: str, other: str, timeout: float = 30,
+                  **want: Any) -> None:
+        """Wait until @name sees peer @other as in @want ('_' is '-')"""
+        want = {k.replace('_', '-'): v for k, v in want.items()}
+
+        def ok() -> bool:
+            p = self.peer(name, other)
+            return all(p.get(k) == v for k, v in want.items())
+
+        wait_until(ok, timeout, lambda: f'{name} to see {other} as {want}; '
+                   f'last: {self.peer(name, other)}')
+
+    def wait_mesh(self, timeout: float = 30) -> None:
+        """Every running node connected to every other, in sync"""
+        for x in self.names:
+            for y in self.names:
+                if x == y or self.qsd[x] is None or self.qsd[y] is None:
+                    continue
+                if x in self.diskless or y in self.diskless:
+                    # Nothing to resync with a node without data
+                    self.wait_peer(x, y, timeout, connection='connected')
+                else:
+                    self.wait_peer(x, y, timeout, connection='connected',
+                                   out_of_sync=0)
+
+    def wait_event(self, name: str, timeout: float = 20,
+                   event: str = 'DRBD_STATE_CHANGE',
+                   **match: Any) -> Dict[str, Any]:
+        """Wait for an @event of @name with data as in @match"""
+        match['node_name'] = self.node[name]
+        return wait_event(lambda: self.q(name).get_qmp(),
+                          lambda ev: event_is(ev, event, **match),
+                          self.backlog[name], timeout,
+                          f'{event} {match} of node {name}')
+
+    def uri(self, name: str) -> str:
+        return f'nbd+unix:///{self.node[name]}?socket={self.sock[name]}'
+
+    def io(self, name: str, *cmds: str) -> str:
+        """Run qemu-io commands on @name's drbd node through NBD"""
+        res = qemu_io('-f', 'raw', *io_args(*cmds), self.uri(name),
+                      check=False)
+        self.q(name)    # still alive
+        return res.stdout
+
+    def io_ok(self, name: str, *cmds: str) -> None:
+        out = self.io(name, *cmds)
+        self.assertNotIn('failed', out)
+
+    def all_identical(self, *which: str) -> None:
+        """Stop every node; the images of @which hold the same data"""
+        for n in self.names:
+            self.stop(n)
+        for other in which[1:]:
+            self.assertIsNone(replicas_differ(self.img[which[0]],
+                                              self.img[other]),
+                              f'{which[0]} and {other} differ')
+
+
 def main(not_run: Optional[str] = None) -> None:
     """
     iotests.main() for a drbd test (raw images on files), which records
