@@ -27,6 +27,8 @@
 #                goes to the peer only, as after a disk failure
 #   drbd-C-remote, drbd-C-rr, drbd-C-least  drbd-C with read-balancing
 #                prefer-remote, round-robin and least-pending
+#   drbd-C-3node  drbd-C with two secondaries (peers, a full mesh of three
+#                daemons): a write completes when both have it
 #   drbd-C-target  the first daemon's drbd node is the target of a
 #                resync that crawls (drbd-invalidate, resync-rate 4 KiB/s),
 #                promoted while it runs: it lacks every block still, and
@@ -66,6 +68,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -89,8 +92,8 @@ parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'local,nbd-hop,nbd-forward,mirror-wb,drbd-A,drbd-B,'
                     'drbd-C,drbd-C-io,nbd-forward-tls,drbd-C-tls,'
                     'drbd-C-auth,drbd-C-crc32c,drbd-C-diskless,'
-                    'drbd-C-remote,drbd-C-rr,drbd-C-least,drbd-C-target '
-                    '(ratios need nbd-forward)')
+                    'drbd-C-remote,drbd-C-rr,drbd-C-least,drbd-C-target,'
+                    'drbd-C-3node (ratios need nbd-forward)')
 parser.add_argument('--read', action='store_true',
                     help='measure reads instead of writes')
 args = parser.parse_args()
@@ -224,6 +227,8 @@ class Setup:
                       target='tgt', sync='full',
                       copy_mode='write-blocking')
             self.wait_ready(front)
+        elif kind == 'drbd-C-3node':
+            self.setup_three(workdir, port, io_obj, front_export)
         elif kind.startswith('drbd-'):
             proto = kind[5].lower()
             common = (f'driver=drbd,resource=bench,protocol={proto},'
@@ -272,6 +277,46 @@ class Setup:
                     raise RuntimeError(f'{kind}: not detached: {info}')
         else:
             raise ValueError(kind)
+
+    def setup_three(self, workdir, port, io_obj, front_export):
+        """
+        A primary (node 0) and two secondaries (1, 2), every pair
+        connected on a port of its own: port, port + 100, port + 200
+        (the other kinds take port + their index)
+        """
+        ports = {(0, 1): port, (0, 2): port + 100, (1, 2): port + 200}
+
+        def addr(p):
+            return {'type': 'inet', 'host': '127.0.0.1', 'port': str(p)}
+
+        def node(nid, role, name):
+            peers = []
+            for other in range(3):
+                if other == nid:
+                    continue
+                pair = (min(nid, other), max(nid, other))
+                key = 'address' if nid < other else 'listen'
+                peers.append({'node-id': other, key: addr(ports[pair])})
+            opts = {'driver': 'drbd', 'resource': 'bench', 'protocol': 'c',
+                    'meta-disk': 'none', 'node-name': name,
+                    'file': name + '-null', 'node-id': nid, 'role': role,
+                    'peers': peers}
+            if nid == 0:
+                opts['wfc-timeout'] = 10000
+            return ['--blockdev', null(name + '-null'),
+                    '--blockdev', json.dumps(opts)]
+
+        for nid, name in ((2, 'back2'), (1, 'back')):
+            d = self.start(workdir, name, io_obj + node(nid, 'secondary',
+                                                        name))
+            if io_obj:
+                d.cmd('x-blockdev-set-iothread', node_name=name,
+                      iothread='io0')
+        front = self.start(workdir, 'front',
+                           node(0, 'primary', 'front') + front_export)
+        info = front.cmd('query-drbd')[0]
+        if any(p['connection'] != 'connected' for p in info['peers']):
+            raise RuntimeError(f'drbd-C-3node: not connected: {info}')
 
     def start(self, workdir, name, argv):
         d = Daemon(workdir, name, argv)
@@ -327,7 +372,7 @@ KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
          'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io',
          'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c',
          'drbd-C-diskless', 'drbd-C-remote', 'drbd-C-rr', 'drbd-C-least',
-         'drbd-C-target']
+         'drbd-C-target', 'drbd-C-3node']
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 
@@ -361,6 +406,14 @@ def main():
     cpu = {k: statistics.median(v) for k, v in cpus.items()}
 
     print_security(results)
+    if 'drbd-C-3node' in KINDS and 'drbd-C' in KINDS:
+        print('two secondaries against one: drbd-C-3node / drbd-C, IOPS')
+        print('| ' + ' | '.join(w[0] for w in WORKLOADS) + ' |')
+        print('|' + ' --- |' * len(WORKLOADS))
+        print('| ' + ' | '.join(
+            f'{results[("drbd-C-3node", w[0])] / results[("drbd-C", w[0])]:.2f}'
+            for w in WORKLOADS) + ' |')
+        print()
     if 'nbd-forward' not in KINDS:
         return
     # The ratios to the alternatives measured in this run
