@@ -805,7 +805,29 @@ class Writer:
                     qio.close()
 
 
-class PairTestCase(iotests.QMPTestCase):
+class NodeEvents:
+    """
+    wait_event() for a test case whose daemons are q(name), each with the
+    drbd node node[name] and the events seen and not taken, backlog[name]
+    """
+    node: Dict[str, str]
+    backlog: Dict[str, List[QMPEvent]]
+
+    def q(self, name: str) -> iotests.QemuStorageDaemon:
+        raise NotImplementedError
+
+    def wait_event(self, name: str, timeout: float = 20,
+                   event: str = 'DRBD_STATE_CHANGE',
+                   **match: Any) -> Dict[str, Any]:
+        """Wait for an @event of @name with data as in @match"""
+        match['node_name'] = self.node[name]
+        return wait_event(lambda: self.q(name).get_qmp(),
+                          lambda ev: event_is(ev, event, **match),
+                          self.backlog[name], timeout,
+                          f'{event} {match} of node {name}')
+
+
+class PairTestCase(NodeEvents, iotests.QMPTestCase):
     """
     A test case over a pair of qemu-storage-daemons that each export
     their drbd node over NBD: 'a' (node-id 0, drbd0) connects to 'b'
@@ -865,16 +887,6 @@ class PairTestCase(iotests.QMPTestCase):
 
     def wait(self, name: str, **want: Any) -> Dict[str, Any]:
         return wait_drbd(self.q(name), self.node[name], **want)
-
-    def wait_event(self, name: str, timeout: float = 20,
-                   event: str = 'DRBD_STATE_CHANGE',
-                   **match: Any) -> Dict[str, Any]:
-        """Wait for an @event of @name with data as in @match"""
-        match['node_name'] = self.node[name]
-        return wait_event(lambda: self.q(name).get_qmp(),
-                          lambda ev: event_is(ev, event, **match),
-                          self.backlog[name], timeout,
-                          f'{event} {match} of node {name}')
 
     def io(self, name: str, *cmds: str) -> str:
         """Run qemu-io commands on @name's drbd node through NBD"""
@@ -1043,7 +1055,7 @@ class _RecordingRunner(iotests.ReproducibleTestRunner):
         return super().run(test)
 
 
-class MeshTestCase(iotests.QMPTestCase):
+class MeshTestCase(NodeEvents, iotests.QMPTestCase):
     """
     A test case over a resource of several qemu-storage-daemons, one per
     name of @names (node ids 0, 1, ...), each exporting its drbd node
@@ -1192,16 +1204,6 @@ class MeshTestCase(iotests.QMPTestCase):
                 else:
                     self.wait_peer(x, y, timeout, connection='connected',
                                    out_of_sync=0)
-
-    def wait_event(self, name: str, timeout: float = 20,
-                   event: str = 'DRBD_STATE_CHANGE',
-                   **match: Any) -> Dict[str, Any]:
-        """Wait for an @event of @name with data as in @match"""
-        match['node_name'] = self.node[name]
-        return wait_event(lambda: self.q(name).get_qmp(),
-                          lambda ev: event_is(ev, event, **match),
-                          self.backlog[name], timeout,
-                          f'{event} {match} of node {name}')
 
     def uri(self, name: str) -> str:
         return f'nbd+unix:///{self.node[name]}?socket={self.sock[name]}'
