@@ -56,6 +56,27 @@ typedef struct DrbdQuorumWaiter {
     QSLIST_ENTRY(DrbdQuorumWaiter) next;
 } DrbdQuorumWaiter;
 
+/*
+ * The node's quorum (state.c): the nodes it must see, itself included
+ * (@need, 0: quorum off), how many of them with up-to-date data, and
+ * on-no-quorum, fixed at open.  Under s->lock: whether it has quorum
+ * (@has, also read with qatomic_read()), what the last
+ * DRBD_QUORUM_CHANGE said, the nodes it saw last, the guest requests
+ * that wait for the quorum (suspend-io), and drbd-resume-io's count.
+ * @refusal_reported (atomic): a failed request of this streak was logged.
+ */
+typedef struct DrbdQuorum {
+    unsigned need;
+    unsigned min_uptodate;
+    DrbdOnNoQuorum on_no_quorum;
+    bool has;
+    bool reported;
+    bool refusal_reported;
+    unsigned present;
+    QSLIST_HEAD(, DrbdQuorumWaiter) waiters;
+    uint64_t resume_gen;
+} DrbdQuorum;
+
 typedef struct DrbdConnection DrbdConnection;
 
 /*
@@ -525,23 +546,7 @@ struct BDRVDrbdState {
     bool refusal_reported;      /* a refused guest request was logged */
     bool auto_refusal_reported; /* a failed auto-promotion was logged */
 
-    /*
-     * Quorum (state.c): the nodes the node must see, itself included
-     * (0: quorum off), how many of them with up-to-date data, and
-     * on-no-quorum, fixed at open.  Under s->lock: whether it has quorum
-     * (also read with qatomic_read()), what the last DRBD_QUORUM_CHANGE
-     * said, the nodes it saw then, the guest requests that wait for the
-     * quorum (suspend-io), and drbd-resume-io's count.
-     */
-    unsigned quorum_need;
-    unsigned quorum_min_uptodate;
-    DrbdOnNoQuorum on_no_quorum;
-    bool has_quorum;
-    bool quorum_reported;
-    bool quorum_refusal_reported;
-    unsigned quorum_present;
-    QSLIST_HEAD(, DrbdQuorumWaiter) quorum_waiters;
-    uint64_t resume_gen;
+    DrbdQuorum quorum;          /* state.c's */
 
     /*
      * role=auto (role.c): promoted for the first user holding write

@@ -305,33 +305,33 @@ static int drbd_apply_quorum(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     uint64_t n;
 
     if (!strcmp(q, "off")) {
-        s->quorum_need = 0;
+        s->quorum.need = 0;
     } else if (!strcmp(q, "majority")) {
-        s->quorum_need = nodes / 2 + 1;
+        s->quorum.need = nodes / 2 + 1;
     } else if (!strcmp(q, "all")) {
-        s->quorum_need = nodes;
+        s->quorum.need = nodes;
     } else if (!qemu_strtou64(q, NULL, 10, &n) && n >= 1 && n <= nodes) {
-        s->quorum_need = n;
+        s->quorum.need = n;
     } else {
         error_setg(errp, "quorum must be off, majority, all, or a number of "
                    "nodes from 1 to %u (the node and its peers), not '%s'",
                    nodes, q);
         return -EINVAL;
     }
-    s->quorum_min_uptodate = o->has_quorum_minimum_redundancy ?
+    s->quorum.min_uptodate = o->has_quorum_minimum_redundancy ?
                              o->quorum_minimum_redundancy : 0;
-    if (s->quorum_min_uptodate > nodes) {
+    if (s->quorum.min_uptodate > nodes) {
         error_setg(errp, "quorum-minimum-redundancy must be at most %u, "
                    "the number of nodes", nodes);
         return -EINVAL;
     }
-    if (s->quorum_min_uptodate && !s->quorum_need) {
+    if (s->quorum.min_uptodate && !s->quorum.need) {
         error_setg(errp, "quorum-minimum-redundancy is given, but quorum is "
                    "off");
         return -EINVAL;
     }
-    s->on_no_quorum = o->has_on_no_quorum ? o->on_no_quorum :
-                      DRBD_ON_NO_QUORUM_SUSPEND_IO;
+    s->quorum.on_no_quorum = o->has_on_no_quorum ? o->on_no_quorum :
+                             DRBD_ON_NO_QUORUM_SUSPEND_IO;
     return 0;
 }
 
@@ -544,7 +544,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_mutex_init(&s->reqs_lock);
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->md.al_queue);
-    QSLIST_INIT(&s->quorum_waiters);
+    QSLIST_INIT(&s->quorum.waiters);
     drbd_auto_init(s);
     s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
     s->disk_error_bh = aio_bh_new(qemu_get_aio_context(),
@@ -681,7 +681,7 @@ connect:
     drbd_nodes_add(s);
     qemu_mutex_lock(&s->lock);
     drbd_quorum_update_locked(s);
-    s->quorum_reported = s->has_quorum;
+    s->quorum.reported = s->quorum.has;
     qemu_mutex_unlock(&s->lock);
 
     trace_drbd_open(bs, bs->file ? bs->file->bs->filename : "(diskless)",
@@ -879,6 +879,53 @@ drbd_co_write_local(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 }
 
 /*
+ * The established connection of each peer that gets a guest write, in
+ * @peers (NULL where none: a bit in its bitmap records the write), in one
+ * go with the bitmaps (see drbd_peer_run()).  A peer whose disk is gone
+ * gets no data.  Returns whether an up-to-date peer gets it.  Under
+ * s->lock.
+ */
+static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers)
+{
+    bool served = false;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        if (!drbd_disk_detached(conn->peer_disk)) {
+            peers[i] = drbd_peer_get_locked(conn);
+        }
+        served |= peers[i] && conn->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
+    }
+    return served;
+}
+
+/*
+ * Wait until each request of a guest write is complete: one at a time
+ * holds the coroutine, so that it has one wake per yield.  Returns
+ * whether no peer got the write.  Called with s->lock, which it lets go
+ * of while it waits.
+ */
+static bool coroutine_fn drbd_write_wait_locked(BDRVDrbdState *s,
+                                                DrbdRequest *reqs)
+{
+    bool all_oos = true;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        while (!(reqs[i].state & DRBD_RQ_COMPLETED)) {
+            reqs[i].waiter = qemu_coroutine_self();
+            qemu_mutex_unlock(&s->lock);
+            qemu_coroutine_yield();
+            qemu_mutex_lock(&s->lock);
+        }
+        all_oos &= !!(reqs[i].state & DRBD_RQ_NET_OOS);
+    }
+    return all_oos;
+}
+
+/*
  * A guest write, zeroes or discard on the primary: local and replicated
  * in parallel, complete when the protocol says so.  A detached node
  * writes to the peer alone, and completes when the peer's disk has it.
@@ -950,19 +997,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
      * write acks, which protocols A and B get by asking for FUA
      */
     qemu_mutex_lock(&s->lock);
-    /*
-     * Each peer, or a bit in its bitmap, in one go: see drbd_peer_run().
-     * A peer whose disk is gone gets no data: its bitmap records it.
-     */
-    served = false;
-    for (i = 0; i < s->nr_conns; i++) {
-        DrbdConnection *conn = s->conns[i];
-
-        if (!drbd_disk_detached(conn->peer_disk)) {
-            peers[i] = drbd_peer_get_locked(conn);
-        }
-        served |= peers[i] && conn->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
-    }
+    served = drbd_write_peers_locked(s, peers);
     if (diskless && !served) {
         qemu_mutex_unlock(&s->lock);
         for (i = 0; i < s->nr_conns; i++) {
@@ -1002,7 +1037,6 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     if (cmd == DRBD_CMD_DATA && ret == 0 && !diskless) {
         stat64_add(&s->dw, bytes);
     }
-    all_oos = true;
     for (i = 0; i < s->nr_conns; i++) {
         DrbdConnection *conn = s->conns[i];
         DrbdRequest *req = &reqs[i];
@@ -1023,16 +1057,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         drbd_req_event_locked(s, req, ret < 0 && !diskless ?
                                       DRBD_EV_LOCAL_ERROR : DRBD_EV_LOCAL_OK);
     }
-    /* One request at a time holds the coroutine: one wake per yield */
-    for (i = 0; i < s->nr_conns; i++) {
-        while (!(reqs[i].state & DRBD_RQ_COMPLETED)) {
-            reqs[i].waiter = qemu_coroutine_self();
-            qemu_mutex_unlock(&s->lock);
-            qemu_coroutine_yield();
-            qemu_mutex_lock(&s->lock);
-        }
-        all_oos &= !!(reqs[i].state & DRBD_RQ_NET_OOS);
-    }
+    all_oos = drbd_write_wait_locked(s, reqs);
     if (diskless) {
         ret = all_oos ? -EIO : 0;
     }
@@ -1040,7 +1065,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     drbd_tl_guest_done_locked(s, reqs);
     qemu_mutex_unlock(&s->lock);
 
-    if (ret == 0 && s->quorum_need) {
+    if (ret == 0 && s->quorum.need) {
         /*
          * A write done while the quorum went away may be missing where
          * it is now: the guest does not see it succeed (on-no-quorum)

@@ -66,12 +66,12 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     }
 #undef DRBD_SET
     drbd_quorum_update_locked(s);
-    quorum_changed = s->quorum_need && s->has_quorum != s->quorum_reported;
+    quorum_changed = s->quorum.need && s->quorum.has != s->quorum.reported;
     if (quorum_changed) {
-        s->quorum_reported = s->has_quorum;
+        s->quorum.reported = s->quorum.has;
     }
-    quorum = s->has_quorum;
-    present = s->quorum_present;
+    quorum = s->quorum.has;
+    present = s->quorum.present;
     /* A change of the node's own states names its first peer */
     conn = conn ?: drbd_conn(s);
     r = s->role;
@@ -94,9 +94,9 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     qemu_mutex_unlock(&s->lock);
 
     if (quorum_changed) {
-        trace_drbd_quorum(s->bs, quorum, present, s->quorum_need);
+        trace_drbd_quorum(s->bs, quorum, present, s->quorum.need);
         qapi_event_send_drbd_quorum_change(bdrv_get_node_name(s->bs), quorum,
-                                           present, s->quorum_need);
+                                           present, s->quorum.need);
     }
     if (!changed) {
         return;
@@ -395,8 +395,8 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);
     }
-    info->quorum = s->has_quorum;
-    info->io_suspended = !QSLIST_EMPTY(&s->quorum_waiters);
+    info->quorum = s->quorum.has;
+    info->io_suspended = !QSLIST_EMPTY(&s->quorum.waiters);
     info->uuids = g_new0(DrbdUuidInfo, 1);
     info->uuids->current = drbd_uuid_hex(s->md.sb.uuid_current);
     info->uuids->bitmap = drbd_uuid_hex(drbd_md_slot_uuid(&s->md.sb,
@@ -678,8 +678,8 @@ static void drbd_quorum_wake_locked(BDRVDrbdState *s)
 {
     DrbdQuorumWaiter *w;
 
-    while ((w = QSLIST_FIRST(&s->quorum_waiters))) {
-        QSLIST_REMOVE_HEAD(&s->quorum_waiters, next);
+    while ((w = QSLIST_FIRST(&s->quorum.waiters))) {
+        QSLIST_REMOVE_HEAD(&s->quorum.waiters, next);
         aio_co_schedule(qemu_coroutine_get_aio_context(w->co), w->co);
     }
 }
@@ -690,15 +690,15 @@ static void drbd_quorum_wake_locked(BDRVDrbdState *s)
  * A node sees itself and each peer it is connected to (the connection
  * established: the handshake is over), whatever the peer's disk, so that
  * a diskless peer is a tie-breaker.  It has quorum while it sees
- * quorum_need nodes, quorum_min_uptodate of them with up-to-date data.
+ * quorum.need nodes, quorum.min_uptodate of them with up-to-date data.
  */
 void drbd_quorum_update_locked(BDRVDrbdState *s)
 {
     unsigned present = 1, uptodate, i;
     bool quorum;
 
-    if (!s->quorum_need) {
-        qatomic_set(&s->has_quorum, true);
+    if (!s->quorum.need) {
+        qatomic_set(&s->quorum.has, true);
         return;
     }
     uptodate = s->disk == DRBD_DISK_STATE_UP_TO_DATE;
@@ -710,26 +710,26 @@ void drbd_quorum_update_locked(BDRVDrbdState *s)
             uptodate += c->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
         }
     }
-    quorum = present >= s->quorum_need && uptodate >= s->quorum_min_uptodate;
-    s->quorum_present = present;
-    qatomic_set(&s->has_quorum, quorum);
+    quorum = present >= s->quorum.need && uptodate >= s->quorum.min_uptodate;
+    s->quorum.present = present;
+    qatomic_set(&s->quorum.has, quorum);
 }
 
 /* Why the node may not be promoted for want of quorum; under s->lock */
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp)
 {
     drbd_quorum_update_locked(s);
-    if (s->has_quorum) {
+    if (s->quorum.has) {
         return 0;
     }
-    if (s->quorum_present >= s->quorum_need) {
+    if (s->quorum.present >= s->quorum.need) {
         error_setg(errp, "no quorum: too few of the %u nodes it sees have "
                    "up-to-date data (quorum-minimum-redundancy %u)",
-                   s->quorum_present, s->quorum_min_uptodate);
+                   s->quorum.present, s->quorum.min_uptodate);
     } else {
         error_setg(errp, "no quorum: the node sees %u of the resource's %u "
-                   "nodes, and quorum needs %u", s->quorum_present,
-                   s->nr_conns + 1, s->quorum_need);
+                   "nodes, and quorum needs %u", s->quorum.present,
+                   s->nr_conns + 1, s->quorum.need);
     }
     return -EAGAIN;
 }
@@ -749,35 +749,35 @@ int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
     uint64_t gen;
     int ret = 0;
 
-    if (!s->quorum_need || qatomic_read(&s->has_quorum)) {
+    if (!s->quorum.need || qatomic_read(&s->quorum.has)) {
         return 0;
     }
     qemu_mutex_lock(&s->lock);
-    gen = s->resume_gen;
-    while (!s->has_quorum) {
+    gen = s->quorum.resume_gen;
+    while (!s->quorum.has) {
         DrbdQuorumWaiter w = { .co = qemu_coroutine_self() };
 
-        if (s->on_no_quorum == DRBD_ON_NO_QUORUM_IO_ERROR ||
-            s->resume_gen != gen || s->role != DRBD_ROLE_PRIMARY ||
+        if (s->quorum.on_no_quorum == DRBD_ON_NO_QUORUM_IO_ERROR ||
+            s->quorum.resume_gen != gen || s->role != DRBD_ROLE_PRIMARY ||
             qatomic_read(&s->drained)) {
             ret = -EIO;
             break;
         }
         trace_drbd_quorum_suspended(s->bs, what);
-        QSLIST_INSERT_HEAD(&s->quorum_waiters, &w, next);
+        QSLIST_INSERT_HEAD(&s->quorum.waiters, &w, next);
         qemu_mutex_unlock(&s->lock);
         qemu_coroutine_yield();
         qemu_mutex_lock(&s->lock);
     }
-    present = s->quorum_present;
+    present = s->quorum.present;
     qemu_mutex_unlock(&s->lock);
     if (ret == 0) {
-        qatomic_set(&s->quorum_refusal_reported, false);
-    } else if (!qatomic_xchg(&s->quorum_refusal_reported, true)) {
+        qatomic_set(&s->quorum.refusal_reported, false);
+    } else if (!qatomic_xchg(&s->quorum.refusal_reported, true)) {
         error_report("drbd node '%s' (resource %s) has no quorum (it sees "
                      "%u of %u nodes, %u needed): guest %s failed",
                      drbd_name(s), s->resource, present, s->nr_conns + 1,
-                     s->quorum_need, what);
+                     s->quorum.need, what);
     }
     return ret;
 }
@@ -789,7 +789,7 @@ int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
 void drbd_resume_io(BDRVDrbdState *s)
 {
     qemu_mutex_lock(&s->lock);
-    s->resume_gen++;
+    s->quorum.resume_gen++;
     drbd_quorum_wake_locked(s);
     qemu_mutex_unlock(&s->lock);
 }
