@@ -940,9 +940,10 @@ static inline void drbd_jobs_wake_locked(BDRVDrbdState *s)
 }
 
 /* verify.c: online verify */
+/* With the peer @peer_node_id, or where that is -1 the first connected */
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
                       bool has_length, uint64_t length, bool resync,
-                      Error **errp);
+                      int peer_node_id, Error **errp);
 int coroutine_fn drbd_verify_request(DrbdPeer *peer, const DrbdOvPacket *p,
                                      Error **errp);
 int coroutine_fn drbd_verify_reply(DrbdPeer *peer, const DrbdOvPacket *p,

@@ -116,13 +116,15 @@ void qmp_drbd_set_resync_rate(const char *node_name, uint64_t rate,
 
 void qmp_drbd_verify(const char *node_name, bool has_start, uint64_t start,
                      bool has_length, uint64_t length, bool has_resync,
-                     bool resync, Error **errp)
+                     bool resync, bool has_peer_node_id,
+                     uint8_t peer_node_id, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
     if (s) {
         drbd_verify_start(s, has_start, start, has_length, length,
-                          has_resync && resync, errp);
+                          has_resync && resync,
+                          has_peer_node_id ? peer_node_id : -1, errp);
     }
 }
 

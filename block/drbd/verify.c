@@ -647,35 +647,50 @@ static const JobDriver drbd_verify_job_driver = {
     .free           = drbd_verify_job_free,
 };
 
-/* The peer a verify runs with: the first connected one, or else the first */
-static DrbdConnection *drbd_verify_conn(BDRVDrbdState *s)
+/*
+ * The peer a verify runs with: @peer_node_id's, or where that is -1 the
+ * first connected one, or else the first
+ */
+static DrbdConnection *drbd_verify_conn(BDRVDrbdState *s, int peer_node_id,
+                                        Error **errp)
 {
     DrbdConnection *c = drbd_conn(s);
     unsigned i;
 
     qemu_mutex_lock(&s->lock);
     for (i = 0; i < s->nr_conns; i++) {
-        if (s->conns[i]->cstate == DRBD_CONN_STATE_CONNECTED) {
-            c = s->conns[i];
+        DrbdConnection *ci = s->conns[i];
+
+        if (peer_node_id >= 0 ? ci->peer_node_id == peer_node_id :
+            ci->cstate == DRBD_CONN_STATE_CONNECTED) {
+            c = ci;
             break;
         }
     }
     qemu_mutex_unlock(&s->lock);
+    if (peer_node_id >= 0 && i == s->nr_conns) {
+        error_setg(errp, "drbd node '%s' has no peer node %d",
+                   drbd_name(s), peer_node_id);
+        return NULL;
+    }
     return c;
 }
 
 int drbd_verify_start(BDRVDrbdState *s, bool has_start, uint64_t start,
                       bool has_length, uint64_t length, bool resync,
-                      Error **errp)
+                      int peer_node_id, Error **errp)
 {
-    /* With the first peer that is connected (see drbd_conn()) */
-    DrbdConnection *c = drbd_verify_conn(s);
+    DrbdConnection *c;
     DrbdRole role, peer_role;
     DrbdPeer *peer;
     DrbdVerify *v;
 
     ERRP_GUARD();
     GLOBAL_STATE_CODE();
+    c = drbd_verify_conn(s, peer_node_id, errp);
+    if (!c) {
+        return -EINVAL;
+    }
     if (c->verify_alg == DRBD_DIGEST_NONE) {
         error_setg(errp, "drbd node '%s' has no verify-alg: set one, the "
                    "same on both nodes", drbd_name(s));
