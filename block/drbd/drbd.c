@@ -339,6 +339,7 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                               Error **errp)
 {
     DrbdConnection *conn;
+    unsigned i;
     int ret;
 
     s->resource = g_strdup(o->resource ?: "r0");
@@ -401,6 +402,13 @@ static int drbd_apply_options(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
         ret = drbd_apply_conn_options(conn, o, NULL, errp);
     } else {
         ret = drbd_apply_peers(s, o, errp);
+    }
+    for (i = 0; i < s->nr_conns; i++) {
+        /*
+         * A bitmap slot of its own (its bitmap UUID's place), also without
+         * metadata; metadata on disk may give it another (meta.c)
+         */
+        s->conns[i]->slot = i;
     }
     return ret < 0 ? ret : drbd_apply_quorum(s, o, errp);
 }
