@@ -520,6 +520,34 @@ static bool drbd_all_connected(BDRVDrbdState *s)
     return true;
 }
 
+/* After wfc-timeout: say which peers did not connect, and why */
+static void drbd_warn_degraded(BDRVDrbdState *s, uint32_t ms)
+{
+    g_autoptr(GString) missing = g_string_new(NULL);
+    g_autofree char *why = NULL;
+    bool several;
+    unsigned i;
+
+    qemu_mutex_lock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->cstate < DRBD_CONN_STATE_CONNECTED) {
+            g_string_append_printf(missing, "%s%u", missing->len ? ", " : "",
+                                   s->conns[i]->peer_node_id);
+        }
+    }
+    why = g_strdup(s->last_error);
+    qemu_mutex_unlock(&s->lock);
+    if (!missing->len) {
+        return;
+    }
+    several = strchr(missing->str, ',');
+    warn_report("drbd node '%s' (resource %s): wfc-timeout (%" PRIu32
+                " ms) expired without peer node%s %s; it goes on without "
+                "%s%s%s", drbd_name(s), s->resource, ms,
+                several ? "s" : "", missing->str, several ? "them" : "it",
+                why ? ": " : "", why ?: "");
+}
+
 /* Wait up to @ms for the handshake with every peer to finish */
 static void drbd_wait_for_connection(BDRVDrbdState *s, uint32_t ms)
 {
@@ -713,6 +741,7 @@ connect:
         }
         if (opts->has_wfc_timeout && opts->wfc_timeout) {
             drbd_wait_for_connection(s, opts->wfc_timeout);
+            drbd_warn_degraded(s, opts->wfc_timeout);
         }
     }
     /* A primary that cannot hand over blocks migration from the start */
