@@ -222,8 +222,8 @@ void drbd_recent_free(BDRVDrbdState *s)
  * no generation, so that the next handshake with it goes by the current
  * and history UUIDs alone (in sync if both are in the source's
  * generation, a full resync otherwise).  A crash of this node as primary
- * no longer matters either: what its activity log covered is the
- * source's now.  Under s->lock.
+ * no longer matters either (the flag goes, whatever crash_pending says):
+ * what its activity log covered is the source's now.  Under s->lock.
  */
 static void drbd_forget_other_peers_locked(DrbdConnection *conn)
 {
@@ -233,7 +233,6 @@ static void drbd_forget_other_peers_locked(DrbdConnection *conn)
     for (i = 0; i < s->nr_conns; i++) {
         DrbdConnection *c = s->conns[i];
 
-        c->crash_pending = false;
         if (c != conn) {
             drbd_oos_reset_locked(c, 0, s->size);
             *drbd_md_slot_uuid_ptr(&s->md.sb, c->slot) = 0;

@@ -366,6 +366,10 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
 
     qemu_mutex_lock(&s->lock);
     drbd_peer_gate_locked(peer, &gate);
+    if (!drbd_is_resync_write(cmd) && s->nr_conns > 1) {
+        /* Noted as it arrives (one refused is harmless: noted in vain) */
+        drbd_recent_note_locked(s, p->offset, p->bytes);
+    }
     qemu_mutex_unlock(&s->lock);
     ret = drbd_gate_write(&gate, cmd, p, errp);
     if (ret < 0) {
@@ -393,11 +397,6 @@ int coroutine_fn drbd_peer_apply(DrbdPeer *peer, uint16_t cmd,
         return -EPROTO;
     }
 
-    if (!drbd_is_resync_write(cmd) && s->nr_conns > 1) {
-        qemu_mutex_lock(&s->lock);
-        drbd_recent_note_locked(s, p->offset, p->bytes);
-        qemu_mutex_unlock(&s->lock);
-    }
     qatomic_inc(&conn->ua);
     if (cmd == DRBD_CMD_DATA || cmd == DRBD_CMD_RS_DATA) {
         stat64_add(&conn->nr, p->bytes);
