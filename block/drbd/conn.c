@@ -528,6 +528,18 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     if (sync_source) {
         drbd_resync_start(peer);
     }
+    /*
+     * A generation started between the handshake and now was announced
+     * to the peers connected then: this one is told too
+     */
+    qemu_mutex_lock(&s->lock);
+    announce = s->role == DRBD_ROLE_PRIMARY &&
+               ((s->md.sb.uuid_current ^ peer->hs_current) &
+                ~DRBD_UUID_PRIMARY_FLAG);
+    qemu_mutex_unlock(&s->lock);
+    if (announce) {
+        drbd_announce_new_uuid(peer->s);
+    }
 
     /* The last reference dropped after the break wakes us */
     qemu_mutex_lock(&s->lock);
@@ -551,11 +563,17 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     /* Unacked resync chunks: their bits stay set, resent later */
     qatomic_sub(&conn->pe, g_hash_table_size(peer->resync_chunks));
     drbd_tl_connection_lost_locked(conn);
-    /* A primary writes on without its peer: a new data generation */
+    /*
+     * A primary writes on without its peer: a new data generation, unless
+     * its promotion broke the connection (it started one: the peer's
+     * bitmap counts from the generation before it)
+     */
     announce = s->role == DRBD_ROLE_PRIMARY;
     new_generation = drbd_new_generation_locked(s,
-                                                s->role == DRBD_ROLE_PRIMARY ||
-                                                s->md.primary_pending);
+                                                (s->role == DRBD_ROLE_PRIMARY ||
+                                                 s->md.primary_pending) &&
+                                                !conn->rehandshake);
+    conn->rehandshake = false;
     qemu_mutex_unlock(&s->lock);
     if (new_generation) {
         /* A failure is reported: the disk is failed and says so */

@@ -199,6 +199,7 @@ typedef struct DrbdPeer {
     /* What the handshake decided, and the peer's UUIDs it saw */
     DrbdSyncDecision decision;
     DrbdUuids hs_uuids;
+    uint64_t hs_current;        /* and the current UUID it gave us */
     uint64_t resync_bits;       /* bits of the union, when a resync starts */
     bool uuids_synced;          /* both nodes are in one generation now */
     bool hs_primary;            /* the role the handshake told the peer */
@@ -369,6 +370,11 @@ struct DrbdConnection {
      * made again (role.c: with more than one peer, promotion is forced)
      */
     bool lost_primary;
+    /*
+     * A promotion broke the connection for a new handshake: its loss
+     * starts no data generation (the promotion started one)
+     */
+    bool rehandshake;
     bool connect_held;          /* split brain: wait for drbd-connect */
     const char *held_reason;    /* why, for the state change */
     /*
@@ -617,6 +623,12 @@ struct BDRVDrbdState {
      */
     GHashTable *recent;
     GQueue recent_order;
+    /*
+     * The data generations this node knows of, newest last (uuid.h),
+     * under s->lock: its own current UUIDs, and those primaries
+     * announced
+     */
+    DrbdGenSeen gen_seen;
 
     /* Guest writes and resync reads in flight, for overlap checks */
     CoMutex reqs_lock;
@@ -736,6 +748,15 @@ void drbd_conn_free(DrbdConnection *conn);
                                  DRBD_CONN_BIT(DRBD_CONN_STATE_SYNC_TARGET))
 bool drbd_replicates(BDRVDrbdState *s);
 bool drbd_peer_primary_locked(BDRVDrbdState *s);
+/*
+ * The answer (DRBD_STATE_REPLY_*) to @conn's peer, of protocol version 6,
+ * asking to be promoted with the current UUID @uuid (0: not said), where
+ * this node is not primary itself: refused while another peer is primary
+ * (PRIMARY_PEER) or was granted its own promotion, and when the asking
+ * node is behind a data generation this node knows of (BEHIND: a
+ * primary's writes that it lacks would be lost).  Under s->lock.
+ */
+uint32_t drbd_promotion_answer_locked(DrbdConnection *conn, uint64_t uuid);
 bool drbd_conn_in_locked(BDRVDrbdState *s, unsigned mask);
 uint64_t drbd_ping_timeout_ns(BDRVDrbdState *s);
 bool drbd_detach(BDRVDrbdState *s, const char *reason, bool failed);

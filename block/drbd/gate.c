@@ -218,6 +218,13 @@ int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
         return -EINVAL;
     }
     if (cmd == DRBD_CMD_STATE_REQ) {
+        if (st->uuid && (g->peer_version < DRBD_PROTO_VERSION_GEN_CHECK ||
+                         st->role != DRBD_ROLE_PRIMARY)) {
+            error_setg(errp, "STATE_REQ: a current UUID in a request for "
+                       "the %s role, from a peer of protocol version %"
+                       PRIu32, DrbdRole_str(st->role), g->peer_version);
+            return -EINVAL;
+        }
         /* It asks: what we grant is the answer, not a protocol error */
         return 0;
     }
@@ -257,11 +264,17 @@ int drbd_gate_new_uuid(const DrbdGate *g, Error **errp)
     return 0;
 }
 
-int drbd_gate_state_reply(const DrbdGate *g, Error **errp)
+int drbd_gate_state_reply(const DrbdGate *g, uint32_t result, Error **errp)
 {
     if (!g->state_req_sent) {
         error_setg(errp, "STATE_REPLY, but no STATE_REQ waits for an "
                    "answer");
+        return -EINVAL;
+    }
+    if (result > DRBD_STATE_REPLY_REFUSED &&
+        g->peer_version < DRBD_PROTO_VERSION_GEN_CHECK) {
+        error_setg(errp, "STATE_REPLY: result %" PRIu32 " from a peer of "
+                   "protocol version %" PRIu32, result, g->peer_version);
         return -EINVAL;
     }
     return 0;

@@ -30,8 +30,11 @@
  *                               older than version 4 may announce a
  *                               demotion), not primary while we are,
  *                               and a disk state no higher than it was
- *   STATE_REQ                   a disk state no higher than it was
- *   STATE_REPLY                 answers a STATE_REQ we sent
+ *   STATE_REQ                   a disk state no higher than it was;
+ *                               a UUID only when it asks for primary,
+ *                               from version 6
+ *   STATE_REPLY                 answers a STATE_REQ we sent; says why
+ *                               it refuses only from version 6
  *   RS_CSUM                     as RS_DATA
  *   RS_CSUM_REPLY               answers an RS_CSUM in flight with that
  *                               id, offset and length
@@ -204,13 +207,19 @@ int drbd_gate_csum_reply(const DrbdGate *g, const DrbdOvPacket *p,
  * does that).  A STATE also reads role, peer_role and peer_version: it
  * announces the role the peer has, which changes only through a
  * STATE_REQ we granted (from a peer of protocol version 3 or older, a
- * demotion may come as a STATE), and never primary while we are.
+ * demotion may come as a STATE), and never primary while we are.  A
+ * STATE_REQ also reads peer_version: its current UUID comes with a
+ * request for the primary role from a peer of version 6 only.
  */
 int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
                     const DrbdStatePacket *st, Error **errp);
 
-/* A STATE_REPLY.  Reads state_req_sent: it answers a STATE_REQ of ours. */
-int drbd_gate_state_reply(const DrbdGate *g, Error **errp);
+/*
+ * A STATE_REPLY with @result.  Reads state_req_sent (it answers a
+ * STATE_REQ of ours) and peer_version: the refusals that say why are
+ * version 6's.
+ */
+int drbd_gate_state_reply(const DrbdGate *g, uint32_t result, Error **errp);
 
 /*
  * A NEW_UUID.  Reads role, peer_role and peer_version: only a primary

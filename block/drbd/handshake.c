@@ -452,6 +452,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->decision = d;
     peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->hs_uuids = o->peer_uuids;
+    peer->hs_current = o->self_uuids.current;
     conn->discard_my_data = false;
     /* A crash as primary is over once every peer has had its say */
     conn->crash_pending = false;
@@ -668,5 +669,11 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
 
     peer->role = st.role;
     peer->disk = st.disk_state;
+    if (st.role == DRBD_ROLE_PRIMARY) {
+        /* A diskless node learns the data's generation from its primary */
+        qemu_mutex_lock(&s->lock);
+        drbd_gen_seen_push(&s->gen_seen, their_uuids.current);
+        qemu_mutex_unlock(&s->lock);
+    }
     return 0;
 }

@@ -1027,6 +1027,7 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
     }
 
     qemu_mutex_lock(&s->lock);
+    drbd_gen_seen_push(&s->gen_seen, s->md.sb.uuid_current);
     s->md.sb.flags &= ~DRBD_MDF_AL_CLEAN;
     qemu_mutex_unlock(&s->lock);
     ret = drbd_md_write_sb(s);

@@ -792,12 +792,16 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
         qemu_mutex_unlock(&s->lock);
         return -EINVAL;
     }
+    drbd_gen_seen_push(&s->gen_seen, uuid);
     if (!peer->sync_target && conn->cstate == DRBD_CONN_STATE_CONNECTED &&
         !s->detached) {
         drbd_uuids_get_locked(conn, &u);
         drbd_uuid_join(&u, uuid);
         drbd_uuids_set_locked(conn, &u);
         joined = true;
+    } else if (peer->sync_target && !peer->uuids_synced) {
+        /* The resync's end takes the source's generation: this one */
+        drbd_uuid_join(&peer->hs_uuids, uuid);
     }
     qemu_mutex_unlock(&s->lock);
     trace_drbd_new_uuid(s->bs, uuid, joined);

@@ -115,8 +115,9 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                 qemu_mutex_lock(&s->lock);
                 gate = (DrbdGate) {
                     .state_req_sent = peer->state_req_sent,
+                    .peer_version = peer->version,
                 };
-                ret = drbd_gate_state_reply(&gate, &err);
+                ret = drbd_gate_state_reply(&gate, result, &err);
                 if (ret == 0) {
                     peer->state_req_sent = false;
                     qatomic_set(&conn->state_reply, result);
@@ -232,7 +233,10 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
 
     /* A role we cannot grant is answered, below, not refused */
     qemu_mutex_lock(&s->lock);
-    gate = (DrbdGate) { .peer_disk = conn->peer_disk };
+    gate = (DrbdGate) {
+        .peer_disk = conn->peer_disk,
+        .peer_version = peer->version,
+    };
     qemu_mutex_unlock(&s->lock);
     if (drbd_gate_state(&gate, DRBD_CMD_STATE_REQ, st, errp) < 0) {
         return -EINVAL;
@@ -245,6 +249,14 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
             (conn->promote_pending && s->node_id < conn->peer_node_id)) {
             /* we are primary, or asking too and the lower id wins */
             result = DRBD_STATE_REPLY_REFUSED;
+        } else if (peer->version >= DRBD_PROTO_VERSION_GEN_CHECK) {
+            /*
+             * Its generation matters where it claims its data up to
+             * date; a sync target serves through its source
+             */
+            result = drbd_promotion_answer_locked(
+                conn, st->disk_state == DRBD_DISK_STATE_UP_TO_DATE ?
+                      st->uuid : 0);
         }
         qemu_mutex_unlock(&s->lock);
     }
@@ -255,7 +267,7 @@ static int coroutine_fn drbd_peer_state_request(DrbdPeer *peer,
          */
         drbd_peer_take_state(peer, st);
     }
-    trace_drbd_state_request(s->bs, DrbdRole_str(st->role), result);
+    trace_drbd_state_request(s->bs, DrbdRole_str(st->role), st->uuid, result);
     drbd_wire_put_state_reply(pkt, result);
     if (drbd_send_meta(peer, pkt) < 0) {
         error_setg(errp, "could not answer a state request");
@@ -407,7 +419,7 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             }
             break;
         case DRBD_CMD_STATE_REQ:
-            ret = drbd_wire_get_state(payload, h.length, &st, &err);
+            ret = drbd_wire_get_state_req(payload, h.length, &st, &err);
             if (ret == 0) {
                 ret = drbd_peer_state_request(peer, &st, &err);
             }

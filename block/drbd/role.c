@@ -134,6 +134,14 @@ static int coroutine_fn drbd_co_state_request(DrbdConnection *conn,
     }
     qemu_mutex_lock(&s->lock);
     st.disk_state = s->disk;
+    if (role == DRBD_ROLE_PRIMARY &&
+        peer->version >= DRBD_PROTO_VERSION_GEN_CHECK) {
+        /* So that a peer that knows of newer data can say so */
+        st.uuid = s->md.sb.uuid_current;
+        if (s->detached || !(st.uuid & ~DRBD_UUID_PRIMARY_FLAG)) {
+            st.uuid = 0;
+        }
+    }
     conn->promote_pending = role == DRBD_ROLE_PRIMARY;
     conn->state_reply = -1;
     /* Before it leaves: the answer may come before the send returns */
@@ -178,6 +186,23 @@ static int coroutine_fn drbd_co_state_request(DrbdConnection *conn,
     if (reply == DRBD_STATE_REPLY_REFUSED) {
         error_setg(errp, "the peer refused: it is primary, or is being "
                    "promoted itself");
+        return -EBUSY;
+    }
+    if (reply == DRBD_STATE_REPLY_BEHIND) {
+        error_setg(errp, "peer node %d refused: it knows of a newer data "
+                   "generation than this node's, whose writes this node "
+                   "lacks", conn->peer_node_id);
+        error_append_hint(errp, "Promote a node that has the newest data "
+                          "(query-drbd shows each node's current UUID); "
+                          "this one resyncs from it.  force=true would "
+                          "discard the newer writes.\n");
+        return -EBUSY;
+    }
+    if (reply == DRBD_STATE_REPLY_PRIMARY_PEER) {
+        error_setg(errp, "peer node %d refused: another of its peers is "
+                   "primary", conn->peer_node_id);
+        error_append_hint(errp, "This node lost its connection to a primary "
+                          "that is still running: demote that one first.\n");
         return -EBUSY;
     }
     error_setg(errp, "the peer did not answer the state request%s",
@@ -302,11 +327,12 @@ static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
  * The peer agreed (or none is connected), drbd_promotion_begin_locked()
  * marked the promotion, and @md_ret says whether the superblock with it
  * is on disk: then the role, and the peer told.  A forced promotion's
- * peer is disconnected instead: a new handshake decides.  A coroutine in
- * the node's context.
+ * peer is disconnected instead, and so are those of a promotion that
+ * follows a primary's loss (@reconnect): a new handshake decides what
+ * differs.  A coroutine in the node's context.
  */
 static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
-                                               int md_ret,
+                                               bool reconnect, int md_ret,
                                                const char *reason)
 {
     if (md_ret < 0) {
@@ -317,12 +343,28 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
     drbd_set_state(s, NULL, DRBD_ROLE_PRIMARY, -1,
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1, reason);
     drbd_promotion_done(s);
+    if (force || reconnect) {
+        unsigned i;
+
+        qemu_mutex_lock(&s->lock);
+        for (i = 0; i < s->nr_conns; i++) {
+            s->conns[i]->rehandshake = !!s->conns[i]->peer;
+        }
+        qemu_mutex_unlock(&s->lock);
+    }
     if (force) {
         /*
          * A new generation, and a disk state the peer would refuse to
          * hear raised: let a new handshake decide
          */
         drbd_peers_fail(s, "forced promotion: connecting again");
+    } else if (reconnect) {
+        /*
+         * The survivors' writes in flight at the loss are marked in
+         * their bitmaps: a new handshake with each resyncs them
+         */
+        drbd_peers_fail(s, "promoted after the primary's loss: connecting "
+                        "again");
     } else {
         drbd_announce_role(s);
     }
@@ -330,47 +372,68 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
 }
 
 /*
- * drbd-promote, a QMP command in a coroutine of the main loop: the
- * checks, then as an auto-promotion, in the node's context
- */
-/*
  * With more than one peer, the survivors of a primary's loss may each
  * hold writes that another lacks (those in flight when it was lost, and
- * all that it wrote after losing one of them): the node whose connection
- * to a primary broke, and has not been made again, is promoted only by
- * force, after the operator picked the survivor with the newest data.
- * Called with s->lock.
+ * all that it wrote after losing one of them).  With quorum, a survivor
+ * of the majority may be promoted: its promotion requests carry its
+ * current UUID, and every peer it asks refuses if it knows of a newer
+ * generation (a majority that the primary wrote with and the one that
+ * promotes share a node), or still sees a primary; promoted, it connects
+ * to its peers again, so that each handshake resyncs what differs.
+ * Without quorum, or with a peer that cannot tell (older than protocol
+ * version 6), or none to ask, only the operator can pick the survivor,
+ * with force.  Returns 0 when no primary was lost, 1 when the peers are
+ * to tell, or fails.  Called with s->lock.
  */
 static int drbd_lost_primary_check_locked(BDRVDrbdState *s, Error **errp)
 {
-    unsigned i;
+    DrbdConnection *lost = NULL;
+    unsigned i, asked = 0;
+    bool can_ask = s->quorum.need > 0;
 
     if (s->nr_conns < 2) {
         return 0;
     }
     for (i = 0; i < s->nr_conns; i++) {
-        if (s->conns[i]->lost_primary) {
-            error_setg(errp, "peer node %d was primary when the connection "
-                       "to it was lost, and the node has other peers that "
-                       "may hold writes it lacks: promote the survivor with "
-                       "the newest data with force=true, or wait for node "
-                       "%d to come back", s->conns[i]->peer_node_id,
-                       s->conns[i]->peer_node_id);
-            error_append_hint(errp, "The survivor that stayed connected to "
-                              "it longest has the newest data; its peers "
-                              "resync from it once it is promoted.\n");
-            return -EBUSY;
+        DrbdConnection *c = s->conns[i];
+
+        if (c->lost_primary) {
+            lost = c;
+        }
+        if (c->peer && !qatomic_read(&c->peer->broken)) {
+            can_ask &= c->peer->version >= DRBD_PROTO_VERSION_GEN_CHECK;
+            asked++;
         }
     }
-    return 0;
+    if (!lost) {
+        return 0;
+    }
+    if (can_ask && asked > 0) {
+        return 1;
+    }
+    error_setg(errp, "peer node %d was primary when the connection to it "
+               "was lost, and the node has other peers that may hold "
+               "writes it lacks: promote the survivor with the newest data "
+               "with force=true, or wait for node %d to come back",
+               lost->peer_node_id, lost->peer_node_id);
+    error_append_hint(errp, "The survivor that stayed connected to it "
+                      "longest has the newest data; its peers resync from "
+                      "it once it is promoted.  With quorum (and peers of "
+                      "this version), a survivor of the majority is "
+                      "promoted without force.\n");
+    return -EBUSY;
 }
 
+/*
+ * drbd-promote, a QMP command in a coroutine of the main loop: the
+ * checks, then as an auto-promotion, in the node's context
+ */
 int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
 {
     const char *name = drbd_name(s);
     AioContext *old_ctx;
     bool target, new_generation;
-    int ret;
+    int ret, lost = 0;
 
     qemu_mutex_lock(&s->lock);
     if (s->role == DRBD_ROLE_PRIMARY) {
@@ -415,7 +478,10 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
                           "promote this one with force=true.\n");
         return -EAGAIN;
     }
-    if (!force && drbd_lost_primary_check_locked(s, errp) < 0) {
+    if (!force) {
+        lost = drbd_lost_primary_check_locked(s, errp);
+    }
+    if (lost < 0) {
         qemu_mutex_unlock(&s->lock);
         error_prepend(errp, "'%s': ", name);
         return -EBUSY;
@@ -467,13 +533,14 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
         bdrv_graph_co_rdlock();
         ret = drbd_md_sync_in_request(s, false);
         bdrv_graph_co_rdunlock();
-        ret = drbd_co_become_primary(s, force, ret,
+        ret = drbd_co_become_primary(s, force, lost > 0, ret,
                                      force ? "promoted (forced)" :
+                                     lost > 0 ? "promoted (its primary lost)" :
                                      "promoted");
         if (ret < 0) {
             error_setg_errno(errp, -ret, "'%s': could not write the "
                              "metadata; not promoted", name);
-        } else if (new_generation && !force) {
+        } else if (new_generation && !force && !lost) {
             /* The peers connected join it (a forced one reconnects) */
             drbd_announce_new_uuid(s);
         }
@@ -674,18 +741,24 @@ int drbd_demote(BDRVDrbdState *s, Error **errp)
 
 /*
  * Why this node cannot become primary by itself now, if it cannot: the
- * checks of an auto-promotion that need no peer.  Called with s->lock.
+ * checks of an auto-promotion that need no peer.  Returns 1 where the
+ * node lost its primary and its peers are to tell (see
+ * drbd_lost_primary_check_locked()).  Called with s->lock.
  */
 static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
 {
+    int lost, ret;
+
     if (drbd_quorum_check_locked(s, errp) < 0) {
         return -EAGAIN;
     }
-    if (drbd_lost_primary_check_locked(s, errp) < 0) {
+    lost = drbd_lost_primary_check_locked(s, errp);
+    if (lost < 0) {
         return -EBUSY;
     }
     if (s->detached) {
-        return drbd_diskless_promote_check_locked(s, errp);
+        ret = drbd_diskless_promote_check_locked(s, errp);
+        return ret < 0 ? ret : lost;
     }
     if (s->md.failed) {
         error_setg(errp, "the local disk failed");
@@ -698,7 +771,7 @@ static int drbd_auto_promote_check_locked(BDRVDrbdState *s, Error **errp)
                           "it with drbd-promote force=true.\n");
         return -EAGAIN;
     }
-    return 0;
+    return lost;
 }
 
 /*
@@ -720,7 +793,7 @@ int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp)
                       "primary for writing (role auto): ",
                       drbd_name(s), s->resource);
     }
-    return ret;
+    return MIN(ret, 0);
 }
 
 /*
@@ -734,7 +807,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
 {
     int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                        drbd_ping_timeout_ns(s);
-    bool new_generation;
+    bool new_generation, lost;
     int ret;
 
     qemu_co_mutex_lock(&s->auto_lock);
@@ -754,14 +827,15 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
         return 0;
     }
     ret = drbd_auto_promote_check_locked(s, errp);
-    if (ret == 0 &&
+    lost = ret == 1;
+    if (ret >= 0 &&
         drbd_conn_in_locked(s,
                             DRBD_CONN_BIT(DRBD_CONN_STATE_WF_REPORT_PARAMS))) {
         error_setg(errp, "the connection handshake is still running");
         ret = -EAGAIN;
     }
     qemu_mutex_unlock(&s->lock);
-    if (ret == 0) {
+    if (ret >= 0) {
         ret = drbd_co_request_promotion(s, errp);
     }
     if (ret < 0) {
@@ -772,11 +846,12 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     qemu_mutex_lock(&s->lock);
     new_generation = drbd_promotion_begin_locked(s, false);
     qemu_mutex_unlock(&s->lock);
-    ret = drbd_co_become_primary(s, false, drbd_md_sync_in_request(s, false),
+    ret = drbd_co_become_primary(s, false, lost,
+                                 drbd_md_sync_in_request(s, false),
                                  "promoted (auto-promote)");
     if (ret < 0) {
         error_setg_errno(errp, -ret, "could not write the metadata");
-    } else if (new_generation) {
+    } else if (new_generation && !lost) {
         drbd_announce_new_uuid(s);
     }
     qemu_co_mutex_unlock(&s->auto_lock);

@@ -168,6 +168,46 @@ bool drbd_peer_primary_locked(BDRVDrbdState *s)
     return false;
 }
 
+uint32_t drbd_promotion_answer_locked(DrbdConnection *conn, uint64_t uuid)
+{
+    BDRVDrbdState *s = conn->s;
+    uint64_t bitmaps[DRBD_MD_MAX_PEERS];
+    DrbdUuids u;
+    bool older;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c == conn) {
+            continue;
+        }
+        if (c->peer_role == DRBD_ROLE_PRIMARY) {
+            return DRBD_STATE_REPLY_PRIMARY_PEER;
+        }
+        if (c->promote_granted) {
+            /* Another peer is being promoted with our consent */
+            return DRBD_STATE_REPLY_REFUSED;
+        }
+    }
+    if (s->detached) {
+        /* No data: what it heard of alone */
+        older = drbd_uuid_known_older(NULL, NULL, 0, &s->gen_seen, uuid);
+    } else {
+        u = (DrbdUuids) {
+            .current = s->md.sb.uuid_current,
+            .history = { s->md.sb.uuid_history[0],
+                         s->md.sb.uuid_history[1] },
+        };
+        for (i = 0; i < s->md.sb.max_peers; i++) {
+            bitmaps[i] = drbd_md_slot_uuid(&s->md.sb, i);
+        }
+        older = drbd_uuid_known_older(&u, bitmaps, s->md.sb.max_peers,
+                                      &s->gen_seen, uuid);
+    }
+    return older ? DRBD_STATE_REPLY_BEHIND : DRBD_STATE_REPLY_GRANTED;
+}
+
 /*
  * Whether a connection of @s is in one of the states of @mask (bits
  * DRBD_CONN_BIT(state)); under s->lock
@@ -563,6 +603,9 @@ void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
     BDRVDrbdState *s = conn->s;
 
     s->hs_gen++;
+    if (!s->detached) {
+        drbd_gen_seen_push(&s->gen_seen, u->current);
+    }
     s->md.sb.uuid_current = u->current;
     *drbd_md_slot_uuid_ptr(&s->md.sb, conn->slot) = u->bitmap;
     s->md.sb.uuid_history[0] = u->history[0];
@@ -615,15 +658,26 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue)
 }
 
 /*
- * Whether @c's peer is told of a new generation of this node (and joins
- * it): it is connected, in sync, and speaks version 5.  Under s->lock.
+ * Whether @c's peer is told of a new generation of this node: it is
+ * connected and speaks version 5.  One in sync with us joins it; a sync
+ * target takes it at the resync's end; every peer, a diskless one too,
+ * knows from then on that a node without it is behind.  (A peer of
+ * version 5 only ever had it in sync, and ignores it otherwise.)  Under
+ * s->lock.
  */
 bool drbd_uuid_told_locked(DrbdConnection *c)
 {
-    return c->cstate == DRBD_CONN_STATE_CONNECTED && c->peer &&
-           !qatomic_read(&c->peer->broken) &&
-           !drbd_disk_detached(c->peer_disk) &&
-           c->peer->version >= DRBD_PROTO_VERSION_NEW_UUID;
+    unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
+                    DRBD_CONN_RESYNCING;
+
+    if (!(DRBD_CONN_BIT(c->cstate) & mask) || !c->peer ||
+        qatomic_read(&c->peer->broken) ||
+        c->peer->version < DRBD_PROTO_VERSION_NEW_UUID) {
+        return false;
+    }
+    return c->peer->version >= DRBD_PROTO_VERSION_GEN_CHECK ||
+           (c->cstate == DRBD_CONN_STATE_CONNECTED &&
+            !drbd_disk_detached(c->peer_disk));
 }
 
 /* A UUID as query-drbd, info drbd and qemu-img info show it */

@@ -712,6 +712,52 @@ void drbd_uuid_join(DrbdUuids *u, uint64_t current)
     u->current = uuid_val(current) | (u->current & DRBD_UUID_PRIMARY_FLAG);
 }
 
+void drbd_gen_seen_push(DrbdGenSeen *g, uint64_t uuid)
+{
+    uint64_t v = uuid_val(uuid);
+    unsigned i;
+
+    if (!uuid_names_data(v) || (g->n && g->gen[g->n - 1] == v)) {
+        return;
+    }
+    /* Heard of again: it moves to the newest place */
+    for (i = 0; i < g->n && g->gen[i] != v; i++) {
+        /* look on */
+    }
+    if (i == g->n && g->n == DRBD_GEN_SEEN_MAX) {
+        i = 0;
+    }
+    if (i < g->n) {
+        memmove(&g->gen[i], &g->gen[i + 1], (g->n - i - 1) * sizeof(v));
+        g->n--;
+    }
+    g->gen[g->n++] = v;
+}
+
+bool drbd_uuid_known_older(const DrbdUuids *u, const uint64_t *bitmaps,
+                           unsigned nr_bitmaps, const DrbdGenSeen *g,
+                           uint64_t uuid)
+{
+    uint64_t v = uuid_val(uuid);
+    bool older = false;
+    unsigned i;
+
+    if (!uuid_names_data(v) || (g->n && g->gen[g->n - 1] == v)) {
+        return false;
+    }
+    if (u && uuid_val(u->current) != v) {
+        older = uuid_val(u->history[0]) == v ||
+                uuid_val(u->history[1]) == v;
+        for (i = 0; i < nr_bitmaps; i++) {
+            older |= uuid_val(bitmaps[i]) == v;
+        }
+    }
+    for (i = 0; i + 1 < g->n; i++) {
+        older |= g->gen[i] == v;
+    }
+    return older;
+}
+
 void drbd_uuid_demote(DrbdUuids *u)
 {
     u->current &= ~DRBD_UUID_PRIMARY_FLAG;

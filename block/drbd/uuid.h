@@ -412,6 +412,35 @@ bool drbd_uuid_peer_disk_lost(DrbdUuids *u, bool writes_continue,
                               uint64_t fresh);
 
 /*
+ * The data generations a node has heard of, newest last: those that
+ * primaries announced (NEW_UUID, a handshake with a primary) and those
+ * it started as primary.  A diskless node, which keeps no UUIDs of its
+ * own, answers from these whether a node that asks to be promoted is
+ * behind.
+ */
+#define DRBD_GEN_SEEN_MAX   4
+typedef struct DrbdGenSeen {
+    uint64_t gen[DRBD_GEN_SEEN_MAX];    /* oldest first */
+    unsigned n;
+} DrbdGenSeen;
+
+/* @uuid is the newest generation heard of (nothing if it names no data) */
+void drbd_gen_seen_push(DrbdGenSeen *g, uint64_t uuid);
+
+/*
+ * Whether a node whose current UUID is @uuid is known to lack data that
+ * a newer generation holds: @uuid (its primary flag aside) is not the
+ * newest of @g, and is a generation that this node knows to be older -
+ * in the history or a bitmap UUID of @u (@u: NULL for a node without
+ * data) and not @u's current, or heard of before the newest of @g.  A
+ * generation unknown here (newer, or unrelated: a handshake tells) is
+ * not.
+ */
+bool drbd_uuid_known_older(const DrbdUuids *u, const uint64_t *bitmaps,
+                           unsigned nr_bitmaps, const DrbdGenSeen *g,
+                           uint64_t uuid);
+
+/*
  * End of a successful resync.  A resync changes no UUID before its end:
  * unlike DRBD, the sync source makes no sync UUID when it starts.  At the
  * end, on the source, the bitmap UUID moves to history[0] (history[0] to

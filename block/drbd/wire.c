@@ -44,6 +44,9 @@
 #define STATE_DISK_STATE        1
 #define STATE_PAD               2
 #define STATE_SIZE              4
+/* STATE_REQ of version 6: then the sender's current UUID */
+#define STATE_REQ_UUID          4
+#define STATE_REQ_UUID_SIZE     12
 
 /* UUIDS */
 #define UUIDS_CURRENT           0
@@ -145,7 +148,8 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_RS_DATA]      = { "RS_DATA", DATA_MIN_SIZE, DATA_MAX_SIZE },
     [DRBD_CMD_OUT_OF_SYNC]  = { "OUT_OF_SYNC", ACK_SIZE, ACK_SIZE },
     [DRBD_CMD_RS_DONE]      = { "RS_DONE", 0, 0 },
-    [DRBD_CMD_STATE_REQ]    = { "STATE_REQ", STATE_SIZE, STATE_SIZE },
+    [DRBD_CMD_STATE_REQ]    = { "STATE_REQ", STATE_SIZE,
+                                STATE_REQ_UUID_SIZE },
     [DRBD_CMD_STATE_REPLY]  = { "STATE_REPLY", STATE_REPLY_SIZE,
                                 STATE_REPLY_SIZE },
     [DRBD_CMD_BITMAP]       = { "BITMAP", DRBD_RLE_HEADER_SIZE + 1,
@@ -320,15 +324,20 @@ static const DrbdDiskState disk_from_wire[DRBD_WIRE_DISK_STATE_MAX + 1] = {
 static void put_state(GByteArray *out, uint16_t cmd,
                       const DrbdStatePacket *s)
 {
-    uint8_t buf[DRBD_WIRE_HEADER_SIZE + STATE_SIZE] = { 0 };
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + STATE_REQ_UUID_SIZE] = { 0 };
     uint8_t *p = buf + DRBD_WIRE_HEADER_SIZE;
+    size_t len = s->uuid ? STATE_REQ_UUID_SIZE : STATE_SIZE;
 
-    put_header(buf, cmd, STATE_SIZE);
+    assert(cmd == DRBD_CMD_STATE_REQ || !s->uuid);
+    put_header(buf, cmd, len);
     assert(s->role < DRBD_ROLE__MAX &&
            s->disk_state < DRBD_DISK_STATE__MAX);
     p[STATE_ROLE] = role_to_wire[s->role];
     p[STATE_DISK_STATE] = disk_to_wire[s->disk_state];
-    g_byte_array_append(out, buf, sizeof(buf));
+    if (s->uuid) {
+        stq_be_p(p + STATE_REQ_UUID, s->uuid);
+    }
+    g_byte_array_append(out, buf, DRBD_WIRE_HEADER_SIZE + len);
 }
 
 void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s)
@@ -345,7 +354,7 @@ void drbd_wire_put_state_reply(GByteArray *out, uint32_t result)
 {
     uint8_t buf[DRBD_WIRE_HEADER_SIZE + STATE_REPLY_SIZE];
 
-    assert(result <= DRBD_STATE_REPLY_REFUSED);
+    assert(result <= DRBD_STATE_REPLY_MAX);
     put_header(buf, DRBD_CMD_STATE_REPLY, STATE_REPLY_SIZE);
     stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + STATE_REPLY_RESULT, result);
     g_byte_array_append(out, buf, sizeof(buf));
@@ -838,6 +847,32 @@ int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
 
     s->role = role_from_wire[role];
     s->disk_state = disk_from_wire[disk];
+    s->uuid = 0;
+    return 0;
+}
+
+int drbd_wire_get_state_req(const uint8_t *buf, size_t len,
+                            DrbdStatePacket *s, Error **errp)
+{
+    uint64_t u;
+
+    if (len != STATE_SIZE && len != STATE_REQ_UUID_SIZE) {
+        error_setg(errp, "STATE_REQ packet: length %zu, not %d or %d", len,
+                   STATE_SIZE, STATE_REQ_UUID_SIZE);
+        return -EINVAL;
+    }
+    if (drbd_wire_get_state(buf, STATE_SIZE, s, errp) < 0) {
+        return -EINVAL;
+    }
+    if (len == STATE_SIZE) {
+        return 0;
+    }
+    u = ldq_be_p(buf + STATE_REQ_UUID);
+    if ((u & ~DRBD_UUID_PRIMARY_FLAG) == 0) {
+        error_setg(errp, "STATE_REQ packet: a current UUID of zero");
+        return -EINVAL;
+    }
+    s->uuid = u;
     return 0;
 }
 
@@ -870,7 +905,7 @@ int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
         return -EINVAL;
     }
     r = ldl_be_p(buf + STATE_REPLY_RESULT);
-    if (r > DRBD_STATE_REPLY_REFUSED) {
+    if (r > DRBD_STATE_REPLY_MAX) {
         error_setg(errp, "STATE_REPLY packet: unknown result %" PRIu32, r);
         return -EINVAL;
     }

@@ -41,14 +41,23 @@
  * receive its writes (a resource of three or more nodes); a node sends
  * it only to a peer that speaks version 5.
  */
+/*
+ * Version 6: a STATE_REQ that asks for the primary role carries the
+ * sender's current UUID, and a STATE_REPLY may refuse because the sender
+ * is behind a newer data generation, or because a primary is connected
+ * to the answering node; NEW_UUID also reaches diskless peers and sync
+ * targets.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  5
+#define DRBD_PROTO_VERSION_MAX  6
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
 #define DRBD_PROTO_VERSION_ROLE_REQ 4
 /* The first version with NEW_UUID */
 #define DRBD_PROTO_VERSION_NEW_UUID 5
+/* The first version whose promotion requests carry the current UUID */
+#define DRBD_PROTO_VERSION_GEN_CHECK 6
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -164,6 +173,11 @@ typedef struct DrbdSizes {
 typedef struct DrbdStatePacket {
     DrbdRole role;
     DrbdDiskState disk_state;
+    /*
+     * STATE_REQ of version 6: the sender's current UUID, or 0 when the
+     * packet has none (a shorter STATE_REQ; never in a STATE)
+     */
+    uint64_t uuid;
 } DrbdStatePacket;
 
 /* Bits of DrbdUuidsPacket.flags */
@@ -343,6 +357,11 @@ static inline uint32_t drbd_ov_blocks(uint32_t bytes)
 /* The answer in a STATE_REPLY */
 #define DRBD_STATE_REPLY_GRANTED    0
 #define DRBD_STATE_REPLY_REFUSED    1
+/* Version 6: the asking node is behind a generation the answerer knows */
+#define DRBD_STATE_REPLY_BEHIND     2
+/* Version 6: another peer of the answering node is primary */
+#define DRBD_STATE_REPLY_PRIMARY_PEER 3
+#define DRBD_STATE_REPLY_MAX        DRBD_STATE_REPLY_PRIMARY_PEER
 
 const char *drbd_cmd_name(uint16_t cmd);
 
@@ -353,7 +372,10 @@ const char *drbd_cmd_name(uint16_t cmd);
 void drbd_wire_put_hello(GByteArray *out, const DrbdHello *h);
 void drbd_wire_put_sizes(GByteArray *out, const DrbdSizes *s);
 void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s);
-/* STATE_REQ has STATE's payload: decode it with drbd_wire_get_state() */
+/*
+ * STATE_REQ has STATE's payload, followed (version 6, @s->uuid not 0) by
+ * the sender's current UUID
+ */
 void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid);
@@ -415,6 +437,9 @@ int drbd_wire_get_uuids(const uint8_t *buf, size_t len, DrbdUuidsPacket *u,
                         Error **errp);
 int drbd_wire_get_state(const uint8_t *buf, size_t len, DrbdStatePacket *s,
                         Error **errp);
+/* A STATE_REQ: STATE's payload, and the version 6 UUID if there is one */
+int drbd_wire_get_state_req(const uint8_t *buf, size_t len,
+                            DrbdStatePacket *s, Error **errp);
 int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
                               uint32_t *result, Error **errp);
 /* A NEW_UUID: refuses a UUID that names no data (0, "just created") */

@@ -479,6 +479,10 @@ static int got_state(Model *m, uint16_t cmd, const DrbdStatePacket *st,
     if (drbd_gate_state(&m->g, cmd, st, errp) < 0) {
         return -EINVAL;
     }
+    /* A current UUID only in a version 6 request for the primary role */
+    assert(!st->uuid || (cmd == DRBD_CMD_STATE_REQ &&
+                         st->role == DRBD_ROLE_PRIMARY &&
+                         m->g.peer_version >= DRBD_PROTO_VERSION_GEN_CHECK));
     /* No disk state rises by the peer's word, detached ones included */
     assert(disk_rank(st->disk_state) <= disk_rank(m->g.peer_disk));
     if (cmd == DRBD_CMD_STATE) {
@@ -496,12 +500,15 @@ static int got_state(Model *m, uint16_t cmd, const DrbdStatePacket *st,
     return 0;
 }
 
-static int got_state_reply(Model *m, Error **errp)
+static int got_state_reply(Model *m, uint32_t result, Error **errp)
 {
-    if (drbd_gate_state_reply(&m->g, errp) < 0) {
+    if (drbd_gate_state_reply(&m->g, result, errp) < 0) {
         return -EINVAL;
     }
     assert(m->g.state_req_sent);
+    /* Only a peer of version 6 says why it refuses */
+    assert(result <= DRBD_STATE_REPLY_REFUSED ||
+           m->g.peer_version >= DRBD_PROTO_VERSION_GEN_CHECK);
     m->g.state_req_sent = false;
     return 0;
 }
@@ -635,7 +642,9 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
     case DRBD_CMD_STATE_REQ: {
         DrbdStatePacket st;
 
-        if (drbd_wire_get_state(buf, len, &st, errp) < 0) {
+        if ((cmd == DRBD_CMD_STATE ?
+             drbd_wire_get_state(buf, len, &st, errp) :
+             drbd_wire_get_state_req(buf, len, &st, errp)) < 0) {
             return -EINVAL;
         }
         return got_state(m, cmd, &st, errp);
@@ -707,7 +716,7 @@ static int receive(Model *m, uint16_t cmd, const uint8_t *buf, uint32_t len,
         if (drbd_wire_get_state_reply(buf, len, &result, errp) < 0) {
             return -EINVAL;
         }
-        return got_state_reply(m, errp);
+        return got_state_reply(m, result, errp);
     }
     case DRBD_CMD_NEW_UUID: {
         uint64_t uuid;
@@ -745,7 +754,9 @@ static void model_init(Model *m, const uint8_t *c)
             .cstate = DRBD_CONN_STATE_CONNECTED,
             .sync_target = c[0] & 2,
             .decision = c[1] % DRBD_SYNC__MAX,
-            .peer_version = (c[1] >> 4) % 3 + DRBD_PROTO_VERSION_MIN,
+            .peer_version = (c[1] >> 4) % (DRBD_PROTO_VERSION_MAX -
+                                           DRBD_PROTO_VERSION_MIN + 1) +
+                            DRBD_PROTO_VERSION_MIN,
             .peer_role = c[2] % DRBD_ROLE__MAX,
             .peer_disk = c[3] % DRBD_DISK_STATE__MAX,
             .epoch_acked_upto = epoch,

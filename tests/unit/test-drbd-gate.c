@@ -459,10 +459,48 @@ static void test_state_reply(void)
     DrbdGate g = secondary();
     Error *err = NULL;
 
-    assert_refused(drbd_gate_state_reply(&g, &err), &err,
+    assert_refused(drbd_gate_state_reply(&g, DRBD_STATE_REPLY_GRANTED,
+                                         &err), &err,
                    "STATE_REPLY, but no STATE_REQ waits for an answer");
     g.state_req_sent = true;
-    assert_ok(drbd_gate_state_reply(&g, &err), err);
+    assert_ok(drbd_gate_state_reply(&g, DRBD_STATE_REPLY_GRANTED, &err),
+              err);
+    assert_ok(drbd_gate_state_reply(&g, DRBD_STATE_REPLY_REFUSED, &err),
+              err);
+    /* The refusals that say why are version 6's */
+    g.peer_version = DRBD_PROTO_VERSION_GEN_CHECK - 1;
+    assert_refused(drbd_gate_state_reply(&g, DRBD_STATE_REPLY_BEHIND, &err),
+                   &err, "STATE_REPLY: result 2 from a peer of protocol "
+                   "version 5");
+    g.peer_version = DRBD_PROTO_VERSION_GEN_CHECK;
+    assert_ok(drbd_gate_state_reply(&g, DRBD_STATE_REPLY_BEHIND, &err), err);
+    assert_ok(drbd_gate_state_reply(&g, DRBD_STATE_REPLY_PRIMARY_PEER, &err),
+              err);
+}
+
+static void test_state_req_uuid(void)
+{
+    DrbdGate g = secondary();
+    DrbdStatePacket st = {
+        .role = DRBD_ROLE_PRIMARY,
+        .disk_state = DRBD_DISK_STATE_UP_TO_DATE,
+        .uuid = 0x1234,
+    };
+    Error *err = NULL;
+
+    g.peer_disk = DRBD_DISK_STATE_UP_TO_DATE;
+    g.peer_version = DRBD_PROTO_VERSION_GEN_CHECK;
+    assert_ok(drbd_gate_state(&g, DRBD_CMD_STATE_REQ, &st, &err), err);
+    /* Not from an older peer, nor with a request to step down */
+    g.peer_version = DRBD_PROTO_VERSION_GEN_CHECK - 1;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE_REQ, &st, &err), &err,
+                   "STATE_REQ: a current UUID in a request for the primary "
+                   "role, from a peer of protocol version 5");
+    g.peer_version = DRBD_PROTO_VERSION_GEN_CHECK;
+    st.role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_state(&g, DRBD_CMD_STATE_REQ, &st, &err), &err,
+                   "STATE_REQ: a current UUID in a request for the secondary "
+                   "role, from a peer of protocol version 6");
 }
 
 static void test_new_uuid(void)
@@ -1018,6 +1056,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/state", test_state);
     g_test_add_func("/drbd-gate/state/role", test_state_role);
     g_test_add_func("/drbd-gate/state/reply", test_state_reply);
+    g_test_add_func("/drbd-gate/state/req-uuid", test_state_req_uuid);
     g_test_add_func("/drbd-gate/data-request", test_data_request);
     g_test_add_func("/drbd-gate/data-reply", test_data_reply);
     g_test_add_func("/drbd-gate/ov-request", test_ov_request);

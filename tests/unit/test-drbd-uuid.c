@@ -1794,6 +1794,66 @@ static void test_simulation(void)
     g_assert_cmpuint(rules[51] + rules[71], >, 0);
 }
 
+/* The generations heard of: newest last, no repeats, the oldest go */
+static void test_gen_seen(void)
+{
+    DrbdGenSeen g = { 0 };
+    unsigned i;
+
+    drbd_gen_seen_push(&g, 0);
+    drbd_gen_seen_push(&g, DRBD_UUID_JUST_CREATED);
+    g_assert_cmpuint(g.n, ==, 0);
+    drbd_gen_seen_push(&g, 0x100 | DRBD_UUID_PRIMARY_FLAG);
+    drbd_gen_seen_push(&g, 0x100);
+    g_assert_cmpuint(g.n, ==, 1);
+    g_assert_cmphex(g.gen[0], ==, 0x100);
+    for (i = 2; i <= DRBD_GEN_SEEN_MAX + 1; i++) {
+        drbd_gen_seen_push(&g, i * 0x100);
+    }
+    g_assert_cmpuint(g.n, ==, DRBD_GEN_SEEN_MAX);
+    g_assert_cmphex(g.gen[0], ==, 0x200);
+    g_assert_cmphex(g.gen[DRBD_GEN_SEEN_MAX - 1], ==,
+                    (DRBD_GEN_SEEN_MAX + 1) * 0x100);
+    /* Heard of again: the newest */
+    drbd_gen_seen_push(&g, 0x300);
+    g_assert_cmpuint(g.n, ==, DRBD_GEN_SEEN_MAX);
+    g_assert_cmphex(g.gen[DRBD_GEN_SEEN_MAX - 1], ==, 0x300);
+    g_assert_cmphex(g.gen[0], ==, 0x200);
+    g_assert_cmphex(g.gen[1], ==, 0x400);
+}
+
+static void test_known_older(void)
+{
+    DrbdUuids u = {
+        .current = 0x300 | DRBD_UUID_PRIMARY_FLAG,
+        .history = { 0x200, 0x100 },
+    };
+    uint64_t bitmaps[2] = { 0, 0x180 };
+    DrbdGenSeen g = { 0 };
+
+    /* A node with data: its history and bitmap UUIDs are older */
+    g_assert_true(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0x200));
+    g_assert_true(drbd_uuid_known_older(&u, bitmaps, 2, &g,
+                                        0x100 | DRBD_UUID_PRIMARY_FLAG));
+    g_assert_true(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0x180));
+    g_assert_false(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0x300));
+    /* unknown: newer, or unrelated; no data: nothing to say */
+    g_assert_false(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0x999));
+    g_assert_false(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0));
+    g_assert_false(drbd_uuid_known_older(&u, bitmaps, 2, &g,
+                                         DRBD_UUID_JUST_CREATED));
+
+    /* Heard of: all but the newest are older, whatever the UUIDs say */
+    drbd_gen_seen_push(&g, 0x300);
+    drbd_gen_seen_push(&g, 0x400);
+    g_assert_true(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0x300));
+    g_assert_false(drbd_uuid_known_older(&u, bitmaps, 2, &g, 0x400));
+    /* A node without data goes by what it heard alone */
+    g_assert_true(drbd_uuid_known_older(NULL, NULL, 0, &g, 0x300));
+    g_assert_false(drbd_uuid_known_older(NULL, NULL, 0, &g, 0x200));
+    g_assert_false(drbd_uuid_known_older(NULL, NULL, 0, &g, 0x400));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1852,6 +1912,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-uuid/life/split-brain", test_life_split_brain);
     g_test_add_func("/drbd-uuid/life/restart", test_life_restart);
     g_test_add_func("/drbd-uuid/simulation", test_simulation);
+    g_test_add_func("/drbd-uuid/gen-seen", test_gen_seen);
+    g_test_add_func("/drbd-uuid/known-older", test_known_older);
 
     return g_test_run();
 }

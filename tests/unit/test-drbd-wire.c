@@ -874,14 +874,41 @@ static void test_state_request(void)
     uint32_t result;
     uint32_t r;
 
+    uint8_t req[12] = { 0 };
+
     drbd_wire_put_state_req(pkt, &in);
     payload = check_header(pkt, DRBD_CMD_STATE_REQ);
-    g_assert_cmpint(drbd_wire_get_state(payload, STATE_SIZE, &out,
-                                        &error_abort), ==, 0);
+    g_assert_cmpuint(pkt->len, ==, HDR + STATE_SIZE);
+    g_assert_cmpint(drbd_wire_get_state_req(payload, STATE_SIZE, &out,
+                                            &error_abort), ==, 0);
     g_assert_cmpuint(out.role, ==, in.role);
     g_assert_cmpuint(out.disk_state, ==, in.disk_state);
+    g_assert_cmpuint(out.uuid, ==, 0);
 
-    for (r = DRBD_STATE_REPLY_GRANTED; r <= DRBD_STATE_REPLY_REFUSED; r++) {
+    /* Version 6: the current UUID follows */
+    in.uuid = 0x0123456789abcdefULL;
+    g_byte_array_set_size(pkt, 0);
+    drbd_wire_put_state_req(pkt, &in);
+    payload = check_header(pkt, DRBD_CMD_STATE_REQ);
+    g_assert_cmpuint(pkt->len, ==, HDR + 12);
+    g_assert_cmpuint(ldq_be_p(payload + 4), ==, in.uuid);
+    g_assert_cmpint(drbd_wire_get_state_req(payload, 12, &out,
+                                            &error_abort), ==, 0);
+    g_assert_cmpuint(out.uuid, ==, in.uuid);
+    g_assert_cmpuint(out.role, ==, in.role);
+    /* A STATE has no UUID: 12 bytes are too many there */
+    assert_failed(drbd_wire_get_state(payload, 12, &out, &err), &err);
+    /* Neither a zero UUID (the flag bit alone) nor another length */
+    memcpy(req, payload, 4);
+    stq_be_p(req + 4, 1);
+    assert_failed(drbd_wire_get_state_req(req, 12, &out, &err), &err);
+    for (r = 0; r <= sizeof(req); r++) {
+        if (r != STATE_SIZE && r != 12) {
+            assert_failed(drbd_wire_get_state_req(req, r, &out, &err), &err);
+        }
+    }
+
+    for (r = DRBD_STATE_REPLY_GRANTED; r <= DRBD_STATE_REPLY_MAX; r++) {
         g_byte_array_set_size(pkt, 0);
         drbd_wire_put_state_reply(pkt, r);
         payload = check_header(pkt, DRBD_CMD_STATE_REPLY);
@@ -892,7 +919,7 @@ static void test_state_request(void)
     }
 
     /* an unknown answer, and every wrong length */
-    stl_be_p(bad, 2);
+    stl_be_p(bad, DRBD_STATE_REPLY_MAX + 1);
     assert_failed(drbd_wire_get_state_reply(bad, 4, &result, &err), &err);
     stl_be_p(bad, 0);
     for (r = 0; r < 4; r++) {
