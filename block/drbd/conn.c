@@ -464,7 +464,7 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
 static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
     BDRVDrbdState *s = conn->s;
-    bool new_generation, announce;
+    bool announce;
     bool sync_source, sync_target, peer_diskless;
 
     qemu_mutex_lock(&s->lock);
@@ -564,24 +564,17 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     qatomic_sub(&conn->pe, g_hash_table_size(peer->resync_chunks));
     drbd_tl_connection_lost_locked(conn);
     /*
-     * A primary writes on without its peer: a new data generation, unless
+     * A primary that writes on without its peer starts a new data
+     * generation, at its first write (drbd_co_generation_due()), unless
      * its promotion broke the connection (it started one: the peer's
      * bitmap counts from the generation before it)
      */
-    announce = s->role == DRBD_ROLE_PRIMARY;
-    new_generation = drbd_new_generation_locked(s,
-                                                (s->role == DRBD_ROLE_PRIMARY ||
-                                                 s->md.primary_pending) &&
-                                                !conn->rehandshake);
+    if ((s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) &&
+        !conn->rehandshake) {
+        qatomic_set(&s->gen_due, true);
+    }
     conn->rehandshake = false;
     qemu_mutex_unlock(&s->lock);
-    if (new_generation) {
-        /* A failure is reported: the disk is failed and says so */
-        drbd_co_md_sync(s, false);
-        if (announce) {
-            drbd_announce_new_uuid(s);
-        }
-    }
     if (!qatomic_read(&s->closing)) {
         drbd_note_reason(s, "connection to the peer lost: ",
                          peer->broken_reason);
@@ -590,6 +583,36 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
                    DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,
                    peer->broken_reason);
     drbd_peer_free(peer);
+}
+
+void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s)
+{
+    bool start;
+
+    if (!qatomic_read(&s->gen_due) && !qatomic_read(&s->gen_busy)) {
+        return;
+    }
+    qemu_co_mutex_lock(&s->gen_lock);
+    qemu_mutex_lock(&s->lock);
+    start = s->gen_due && (s->role == DRBD_ROLE_PRIMARY ||
+                           s->md.primary_pending);
+    qatomic_set(&s->gen_due, false);
+    if (start) {
+        drbd_new_generation_locked(s, true, true);
+        qatomic_set(&s->gen_busy, true);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (start) {
+        /*
+         * On disk before a write of the new generation is (a guest
+         * request's: through no drain gate).  A failure is the disk's,
+         * which its on-io-error policy answers, as the write's would be.
+         */
+        drbd_md_sync_in_request(s, false);
+        drbd_announce_new_uuid(s);
+        qatomic_set(&s->gen_busy, false);
+    }
+    qemu_co_mutex_unlock(&s->gen_lock);
 }
 
 static void coroutine_fn drbd_conn_co(void *opaque)

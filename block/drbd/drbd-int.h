@@ -565,6 +565,15 @@ struct BDRVDrbdState {
     bool write_perm;
     CoMutex auto_lock;
     QEMUBH *auto_demote_bh;
+    /*
+     * A primary lost a peer: its next write starts a new data generation
+     * (conn.c), under gen_lock, which the writes of the node's context
+     * wait on while the new one goes to disk (gen_busy).  Atomic, set
+     * under s->lock.
+     */
+    bool gen_due;
+    bool gen_busy;
+    CoMutex gen_lock;
 
     /*
      * Migration (drbd.c, main loop only).  A replicating node that is
@@ -768,8 +777,16 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
 void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info);
 void drbd_uuids_get_locked(DrbdConnection *conn, DrbdUuids *u);
 void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u);
-bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue);
+bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
+                                bool told);
 bool drbd_uuid_told_locked(DrbdConnection *c);
+/*
+ * Before a write of a primary that lost a peer since its last one: the
+ * new data generation that the peer's absence starts, on disk and
+ * announced to the peers connected (conn.c).  A guest request's
+ * coroutine, in the node's context.
+ */
+void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what);
@@ -805,6 +822,17 @@ bool drbd_oos_any_locked(BDRVDrbdState *s, uint64_t offset, uint64_t bytes);
 /* A primary peer wrote [@offset, @offset + @bytes) here */
 void drbd_recent_note_locked(BDRVDrbdState *s, uint64_t offset,
                              uint64_t bytes);
+/*
+ * This node's data became @conn's peer's: the bitmaps of its other peers
+ * recorded what they lacked of the old data.  What they lack of the new
+ * is not known here: each such peer's bitmap is emptied and counts from
+ * no generation, so that the next handshake with it goes by the current
+ * and history UUIDs alone (in sync if both are in the source's
+ * generation, a full resync otherwise).  A crash of this node as primary
+ * no longer matters either (the flag goes, whatever crash_pending says):
+ * what its activity log covered is the source's now.  Under s->lock.
+ */
+void drbd_forget_other_peers_locked(DrbdConnection *conn);
 /*
  * The primary peer of @except was lost: what it wrote lately may differ
  * between this node and each other peer

@@ -503,7 +503,7 @@ static void drbd_open_as_primary(BDRVDrbdState *s)
     if (s->md.child && !s->md.writable) {
         return;     /* a read-only look at the image shows it as it is */
     }
-    drbd_new_generation_locked(s, true);
+    drbd_new_generation_locked(s, true, false);
     s->md.sb.uuid_current |= DRBD_UUID_PRIMARY_FLAG;
 }
 
@@ -578,6 +578,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     s->bs = bs;
     qemu_mutex_init(&s->lock);
     qemu_co_mutex_init(&s->reqs_lock);
+    qemu_co_mutex_init(&s->gen_lock);
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->md.al_queue);
     QSLIST_INIT(&s->quorum.waiters);
@@ -984,6 +985,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     ret = drbd_check_primary(s, "write");
     if (ret == 0) {
         ret = drbd_co_quorum_wait(s, "write");
+    }
+    if (ret == 0 && bytes) {
+        drbd_co_generation_due(s);
     }
     if (ret < 0 || !bytes) {
         return ret;

@@ -673,6 +673,17 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         /* A diskless node learns the data's generation from its primary */
         qemu_mutex_lock(&s->lock);
         drbd_gen_seen_push(&s->gen_seen, their_uuids.current);
+        if (outcome.decision == DRBD_SYNC_NONE &&
+            s->role != DRBD_ROLE_PRIMARY && !s->detached &&
+            !drbd_conn_in_locked(s, DRBD_CONN_RESYNCING)) {
+            /*
+             * Back with a primary in its generation: what it marked for
+             * us while we were apart comes from it, and what we marked
+             * for our other peers when we lost it (its writes in flight
+             * then) it resyncs to them too
+             */
+            drbd_forget_other_peers_locked(conn);
+        }
         qemu_mutex_unlock(&s->lock);
     }
     return 0;

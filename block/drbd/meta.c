@@ -215,17 +215,7 @@ void drbd_recent_free(BDRVDrbdState *s)
     }
 }
 
-/*
- * This node's data became @conn's peer's: the bitmaps of its other peers
- * recorded what they lacked of the old data.  What they lack of the new
- * is not known here: each such peer's bitmap is emptied and counts from
- * no generation, so that the next handshake with it goes by the current
- * and history UUIDs alone (in sync if both are in the source's
- * generation, a full resync otherwise).  A crash of this node as primary
- * no longer matters either (the flag goes, whatever crash_pending says):
- * what its activity log covered is the source's now.  Under s->lock.
- */
-static void drbd_forget_other_peers_locked(DrbdConnection *conn)
+void drbd_forget_other_peers_locked(DrbdConnection *conn)
 {
     BDRVDrbdState *s = conn->s;
     unsigned i;

@@ -218,7 +218,8 @@ static int coroutine_fn drbd_co_state_request(DrbdConnection *conn,
  * for the superblock, which the caller writes before the node is primary.
  * Called with s->lock.
  */
-static bool drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
+static bool drbd_promotion_begin_locked(BDRVDrbdState *s, bool force,
+                                        bool reconnect)
 {
     bool new_generation;
     unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
@@ -232,8 +233,18 @@ static bool drbd_promotion_begin_locked(BDRVDrbdState *s, bool force)
      */
     for (i = 0; i < s->nr_conns; i++) {
         all_connected &= !!(DRBD_CONN_BIT(s->conns[i]->cstate) & mask);
+        /*
+         * A forced promotion, or one after the primary's loss, connects
+         * to its peers again: they do not join the new generation, and
+         * their loss starts no other
+         */
+        s->conns[i]->rehandshake = (force || reconnect) &&
+                                   s->conns[i]->peer;
     }
-    new_generation = drbd_new_generation_locked(s, force || !all_connected);
+    /* The promotion decides about the generation, not a loss before it */
+    qatomic_set(&s->gen_due, false);
+    new_generation = drbd_new_generation_locked(s, force || !all_connected,
+                                                !force && !reconnect);
     s->md.sb.uuid_current |= DRBD_UUID_PRIMARY_FLAG;
     /* On disk before the first write as primary can be */
     s->md.primary_pending = true;
@@ -336,6 +347,13 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
                                                const char *reason)
 {
     if (md_ret < 0) {
+        unsigned i;
+
+        qemu_mutex_lock(&s->lock);
+        for (i = 0; i < s->nr_conns; i++) {
+            s->conns[i]->rehandshake = false;
+        }
+        qemu_mutex_unlock(&s->lock);
         drbd_co_promotion_undo(s, NULL);
         return md_ret;
     }
@@ -343,15 +361,6 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
     drbd_set_state(s, NULL, DRBD_ROLE_PRIMARY, -1,
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1, reason);
     drbd_promotion_done(s);
-    if (force || reconnect) {
-        unsigned i;
-
-        qemu_mutex_lock(&s->lock);
-        for (i = 0; i < s->nr_conns; i++) {
-            s->conns[i]->rehandshake = !!s->conns[i]->peer;
-        }
-        qemu_mutex_unlock(&s->lock);
-    }
     if (force) {
         /*
          * A new generation, and a disk state the peer would refuse to
@@ -528,7 +537,7 @@ int coroutine_fn drbd_co_promote(BDRVDrbdState *s, bool force, Error **errp)
          * generation, so that the next handshake knows who changed what
          */
         qemu_mutex_lock(&s->lock);
-        new_generation = drbd_promotion_begin_locked(s, force);
+        new_generation = drbd_promotion_begin_locked(s, force, lost > 0);
         qemu_mutex_unlock(&s->lock);
         bdrv_graph_co_rdlock();
         ret = drbd_md_sync_in_request(s, false);
@@ -604,7 +613,7 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
     }
     drbd_oos_set_all_locked(s, 0, s->size);
     if (remote) {
-        drbd_new_generation_locked(s, true);
+        drbd_new_generation_locked(s, true, false);
     } else {
         /* Our data names no generation any more: any peer's is newer */
         for (i = 0; i < s->nr_conns; i++) {
@@ -844,7 +853,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     }
 
     qemu_mutex_lock(&s->lock);
-    new_generation = drbd_promotion_begin_locked(s, false);
+    new_generation = drbd_promotion_begin_locked(s, false, lost);
     qemu_mutex_unlock(&s->lock);
     ret = drbd_co_become_primary(s, false, lost,
                                  drbd_md_sync_in_request(s, false),

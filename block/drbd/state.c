@@ -610,12 +610,29 @@ void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
     *drbd_md_slot_uuid_ptr(&s->md.sb, conn->slot) = u->bitmap;
     s->md.sb.uuid_history[0] = u->history[0];
     s->md.sb.uuid_history[1] = u->history[1];
+    trace_drbd_uuids_set(s->bs, conn->peer_node_id, u->current, u->bitmap,
+                         u->history[0], u->history[1]);
+}
+
+/*
+ * Whether @c's peer joins a new generation of this node when told: it
+ * is connected, in sync, with a disk, and speaks version 5.  Under
+ * s->lock.
+ */
+static bool drbd_uuid_joins_locked(DrbdConnection *c)
+{
+    return c->cstate == DRBD_CONN_STATE_CONNECTED && c->peer &&
+           !qatomic_read(&c->peer->broken) &&
+           !drbd_disk_detached(c->peer_disk) &&
+           c->peer->version >= DRBD_PROTO_VERSION_NEW_UUID;
 }
 
 /*
  * The node's data moves on without some peer (@writes_continue: a
  * primary, or one becoming primary): a new current UUID, and each peer
- * whose bitmap counts from no generation yet counts from the old one.
+ * whose bitmap counts from no generation yet counts from the old one,
+ * but for those in sync that join the new one (@told: the caller
+ * announces it).
  * A peer told of the new one (drbd_announce_new_uuid()) joins it, but
  * may not get the word: its bitmap counts from the old one all the same,
  * which is right either way (a joined peer's next handshake resyncs what
@@ -624,11 +641,12 @@ void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
  * it lacks later is in it: a bitmap-based resync brings it back, as it
  * does a peer that missed the writes.)  Returns whether it did that.
  */
-bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue)
+bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
+                                bool told)
 {
     uint64_t fresh = drbd_fresh_uuid();
     uint64_t old = s->md.sb.uuid_current;
-    DrbdUuids u;
+    DrbdUuids u, u2;
     unsigned i;
 
     if (!writes_continue) {
@@ -640,6 +658,15 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue)
         drbd_uuids_get_locked(c, &u);
         u.current = old;
         drbd_uuid_peer_disk_lost(&u, true, fresh);
+        if (told && drbd_uuid_joins_locked(c)) {
+            /*
+             * In sync, it joins the new generation: no bitmap UUID, which
+             * would stay behind, stale, while it is (a write it misses
+             * from now on is marked in its bitmap all the same)
+             */
+            drbd_uuids_get_locked(c, &u2);
+            u.bitmap = u2.bitmap;
+        }
         drbd_uuids_set_locked(c, &u);
     }
     if (s->nr_conns > 1) {

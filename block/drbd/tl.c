@@ -406,7 +406,7 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
     announce = s->role == DRBD_ROLE_PRIMARY;
     new_generation = drbd_new_generation_locked(s,
                                                 s->role == DRBD_ROLE_PRIMARY ||
-                                                peer_primary);
+                                                peer_primary, announce);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_disk_gone(s->bs, new_generation);
     /* A failure detaches us too, which says it all */
