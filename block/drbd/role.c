@@ -383,22 +383,22 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
 /*
  * With more than one peer, the survivors of a primary's loss may each
  * hold writes that another lacks (those in flight when it was lost, and
- * all that it wrote after losing one of them).  With quorum, a survivor
- * of the majority may be promoted: its promotion requests carry its
- * current UUID, and every peer it asks refuses if it knows of a newer
- * generation (a majority that the primary wrote with and the one that
- * promotes share a node), or still sees a primary; promoted, it connects
- * to its peers again, so that each handshake resyncs what differs.
- * Without quorum, or with a peer that cannot tell (older than protocol
- * version 6), or none to ask, only the operator can pick the survivor,
- * with force.  Returns 0 when no primary was lost, 1 when the peers are
- * to tell, or fails.  Called with s->lock.
+ * all that it wrote after losing one of them).  A survivor that sees a
+ * peer may be promoted: its promotion requests carry its current UUID,
+ * and every peer it asks refuses if it knows of a newer generation, or
+ * still sees a primary (with a majority quorum, the nodes the primary
+ * wrote with and those of the promoting node share one, which knows);
+ * promoted, it connects to its peers again, so that each handshake
+ * resyncs what differs.  With a peer that cannot tell (older than
+ * protocol version 6), or none to ask, only the operator can pick the
+ * survivor, with force.  Returns 0 when no primary was lost, 1 when the
+ * peers are to tell, or fails.  Called with s->lock.
  */
 static int drbd_lost_primary_check_locked(BDRVDrbdState *s, Error **errp)
 {
     DrbdConnection *lost = NULL;
     unsigned i, asked = 0;
-    bool can_ask = s->quorum.need > 0;
+    bool can_ask = true;
 
     if (s->nr_conns < 2) {
         return 0;
@@ -427,9 +427,9 @@ static int drbd_lost_primary_check_locked(BDRVDrbdState *s, Error **errp)
                lost->peer_node_id, lost->peer_node_id);
     error_append_hint(errp, "The survivor that stayed connected to it "
                       "longest has the newest data; its peers resync from "
-                      "it once it is promoted.  With quorum (and peers of "
-                      "this version), a survivor of the majority is "
-                      "promoted without force.\n");
+                      "it once it is promoted.  A survivor connected to "
+                      "peers of this version is promoted without force "
+                      "when they agree.\n");
     return -EBUSY;
 }
 
