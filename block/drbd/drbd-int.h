@@ -574,6 +574,15 @@ struct BDRVDrbdState {
     bool gen_due;
     bool gen_busy;
     CoMutex gen_lock;
+    /*
+     * A guest write of the current data generation completed (atomic;
+     * true at open, where it is not known); and, under s->lock, the node
+     * lost its quorum as primary before one had (state.c): its changes
+     * of this generation were never acknowledged, and on a split brain
+     * they are the ones dropped
+     */
+    bool gen_acked;
+    bool gen_unacked_lost;
 
     /*
      * Migration (drbd.c, main loop only).  A replicating node that is

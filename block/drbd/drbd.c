@@ -579,6 +579,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_mutex_init(&s->lock);
     qemu_co_mutex_init(&s->reqs_lock);
     qemu_co_mutex_init(&s->gen_lock);
+    s->gen_acked = true;
     qemu_co_queue_init(&s->drain_queue);
     qemu_co_queue_init(&s->md.al_queue);
     QSLIST_INIT(&s->quorum.waiters);
@@ -1112,6 +1113,12 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
          * it is now: the guest does not see it succeed (on-no-quorum)
          */
         ret = drbd_co_quorum_wait(s, "write");
+    }
+    if (ret == 0 && !qatomic_read(&s->gen_acked)) {
+        qemu_mutex_lock(&s->lock);
+        qatomic_set(&s->gen_acked, true);
+        s->gen_unacked_lost = false;
+        qemu_mutex_unlock(&s->lock);
     }
     stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
 

@@ -555,7 +555,8 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         .crashed_primary = (s->md.sb.flags & DRBD_MDF_CRASHED_PRIMARY) &&
                            conn->crash_pending,
         .changes = hbitmap_count(conn->oos) >> DRBD_BM_GRANULARITY,
-        .discard_my_data = conn->discard_my_data,
+        /* Changes that no one acknowledged yield (drbd-int.h) */
+        .discard_my_data = conn->discard_my_data || s->gen_unacked_lost,
     };
     drbd_uuids_get_locked(conn, &self.uuids);
     primary_peer = drbd_other_primary_locked(conn) >= 0;

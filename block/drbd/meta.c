@@ -261,6 +261,7 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
         drbd_uuid_resync_finished_source(&u);
         u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
         drbd_forget_other_peers_locked(peer->conn);
+        s->gen_unacked_lost = false;
     }
     drbd_uuids_set_locked(peer->conn, &u);
     qemu_mutex_unlock(&s->lock);

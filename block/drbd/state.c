@@ -652,6 +652,8 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
     if (!writes_continue) {
         return false;
     }
+    qatomic_set(&s->gen_acked, false);
+    s->gen_unacked_lost = false;
     for (i = 0; i < s->nr_conns; i++) {
         DrbdConnection *c = s->conns[i];
 
@@ -793,6 +795,20 @@ void drbd_quorum_update_locked(BDRVDrbdState *s)
     }
     quorum = present >= s->quorum.need && uptodate >= s->quorum.min_uptodate;
     s->quorum.present = present;
+    for (i = 0; i < s->nr_conns && !s->conns[i]->rehandshake; i++) {
+        /* look on */
+    }
+    if (s->quorum.has && !quorum && i == s->nr_conns &&
+        (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) &&
+        !qatomic_read(&s->gen_acked)) {
+        /*
+         * No write of this generation was acknowledged, and none will be
+         * without quorum: the majority, promoting another node, owes
+         * these changes nothing.  (Not so for the reconnects that follow
+         * a promotion: the node drops its peers itself, for a moment.)
+         */
+        s->gen_unacked_lost = true;
+    }
     qatomic_set(&s->quorum.has, quorum);
 }
 
