@@ -335,6 +335,45 @@ static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
 }
 
 /*
+ * Drop the peers for a new handshake, and wait until those that were
+ * connected are again (up to twice ping-timeout), so that the node's
+ * first writes as primary find its peers, and its quorum, back.  A
+ * coroutine in the node's context.
+ */
+static void coroutine_fn drbd_co_reconnect_peers(BDRVDrbdState *s,
+                                                 const char *reason)
+{
+    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       2 * drbd_ping_timeout_ns(s);
+    unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
+                    DRBD_CONN_RESYNCING;
+    uint64_t gen[DRBD_PEERS_MAX];
+    bool was[DRBD_PEERS_MAX];
+    bool back;
+    unsigned i;
+
+    qemu_mutex_lock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        was[i] = !!s->conns[i]->peer;
+        gen[i] = s->conns[i]->seq_gen;
+    }
+    qemu_mutex_unlock(&s->lock);
+    drbd_peers_fail(s, reason);
+    do {
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 5 * SCALE_MS);
+        back = true;
+        qemu_mutex_lock(&s->lock);
+        for (i = 0; i < s->nr_conns; i++) {
+            DrbdConnection *c = s->conns[i];
+
+            back &= !was[i] || (c->seq_gen != gen[i] &&
+                                (DRBD_CONN_BIT(c->cstate) & mask));
+        }
+        qemu_mutex_unlock(&s->lock);
+    } while (!back && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline);
+}
+
+/*
  * The peer agreed (or none is connected), drbd_promotion_begin_locked()
  * marked the promotion, and @md_ret says whether the superblock with it
  * is on disk: then the role, and the peer told.  A forced promotion's
@@ -366,14 +405,14 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
          * A new generation, and a disk state the peer would refuse to
          * hear raised: let a new handshake decide
          */
-        drbd_peers_fail(s, "forced promotion: connecting again");
+        drbd_co_reconnect_peers(s, "forced promotion: connecting again");
     } else if (reconnect) {
         /*
          * The survivors' writes in flight at the loss are marked in
          * their bitmaps: a new handshake with each resyncs them
          */
-        drbd_peers_fail(s, "promoted after the primary's loss: connecting "
-                        "again");
+        drbd_co_reconnect_peers(s, "promoted after the primary's loss: "
+                                "connecting again");
     } else {
         drbd_announce_role(s);
     }
