@@ -646,7 +646,8 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
 {
     uint64_t fresh = drbd_fresh_uuid();
     uint64_t old = s->md.sb.uuid_current;
-    DrbdUuids u, u2;
+    DrbdUuids u;
+    uint64_t bitmap;
     unsigned i;
 
     if (!writes_continue) {
@@ -658,6 +659,7 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
         DrbdConnection *c = s->conns[i];
 
         drbd_uuids_get_locked(c, &u);
+        bitmap = u.bitmap;
         u.current = old;
         drbd_uuid_peer_disk_lost(&u, true, fresh);
         if (told && drbd_uuid_joins_locked(c)) {
@@ -666,8 +668,7 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
              * would stay behind, stale, while it is (a write it misses
              * from now on is marked in its bitmap all the same)
              */
-            drbd_uuids_get_locked(c, &u2);
-            u.bitmap = u2.bitmap;
+            u.bitmap = bitmap;
         }
         drbd_uuids_set_locked(c, &u);
     }
@@ -699,14 +700,11 @@ bool drbd_uuid_told_locked(DrbdConnection *c)
     unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
                     DRBD_CONN_RESYNCING;
 
-    if (!(DRBD_CONN_BIT(c->cstate) & mask) || !c->peer ||
-        qatomic_read(&c->peer->broken) ||
-        c->peer->version < DRBD_PROTO_VERSION_NEW_UUID) {
-        return false;
+    if (c->peer && c->peer->version < DRBD_PROTO_VERSION_GEN_CHECK) {
+        return drbd_uuid_joins_locked(c);
     }
-    return c->peer->version >= DRBD_PROTO_VERSION_GEN_CHECK ||
-           (c->cstate == DRBD_CONN_STATE_CONNECTED &&
-            !drbd_disk_detached(c->peer_disk));
+    return (DRBD_CONN_BIT(c->cstate) & mask) && c->peer &&
+           !qatomic_read(&c->peer->broken);
 }
 
 /* A UUID as query-drbd, info drbd and qemu-img info show it */
@@ -775,6 +773,19 @@ static void drbd_quorum_wake_locked(BDRVDrbdState *s)
  * a diskless peer is a tie-breaker.  It has quorum while it sees
  * quorum.need nodes, quorum.min_uptodate of them with up-to-date data.
  */
+/* A promotion dropped its peers to connect again; under s->lock */
+static bool drbd_reconnecting_locked(BDRVDrbdState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i]->rehandshake) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void drbd_quorum_update_locked(BDRVDrbdState *s)
 {
     unsigned present = 1, uptodate, i;
@@ -795,10 +806,7 @@ void drbd_quorum_update_locked(BDRVDrbdState *s)
     }
     quorum = present >= s->quorum.need && uptodate >= s->quorum.min_uptodate;
     s->quorum.present = present;
-    for (i = 0; i < s->nr_conns && !s->conns[i]->rehandshake; i++) {
-        /* look on */
-    }
-    if (s->quorum.has && !quorum && i == s->nr_conns &&
+    if (s->quorum.has && !quorum && !drbd_reconnecting_locked(s) &&
         (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) &&
         !qatomic_read(&s->gen_acked)) {
         /*
