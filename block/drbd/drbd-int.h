@@ -37,13 +37,6 @@
 
 #define DRBD_BM_GRANULARITY     12      /* 4 KiB per out-of-sync bit */
 
-/*
- * The current UUID of a freshly created image: its data are all zeroes,
- * the same generation as any other fresh image of its size, so that two
- * new images start in sync without a full resync.  (DRBD's "just
- * created" UUID, 4, names no data and asks for a full resync instead.)
- */
-#define DRBD_UUID_ZEROED        0x5a45524f45440000ULL   /* "ZEROED" */
 #define DRBD_RESYNC_CHUNK       (256 * KiB)
 /* Peers of one node: a resource has up to 32 nodes, as with DRBD 9 */
 #define DRBD_PEERS_MAX          DRBD_MD_MAX_PEERS
@@ -861,6 +854,9 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
 int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
 int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
+int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
+                              int64_t node_id, int64_t peer_node_id,
+                              Error **errp);
 void drbd_md_detached(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix);

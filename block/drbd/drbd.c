@@ -2083,6 +2083,99 @@ done:
     return ret;
 }
 
+#define DRBD_OPT_NODE_ID      "node-id"
+#define DRBD_OPT_PEER_NODE_ID "peer-node-id"
+
+static QemuOptsList drbd_amend_opts = {
+    .name = "drbd-amend-opts",
+    .head = QTAILQ_HEAD_INITIALIZER(drbd_amend_opts.head),
+    .desc = {
+        {
+            .name = DRBD_OPT_MAX_PEERS,
+            .type = QEMU_OPT_NUMBER,
+            .help = "More bitmap slots, for more peers (up to 31)",
+        },
+        {
+            .name = DRBD_OPT_NODE_ID,
+            .type = QEMU_OPT_NUMBER,
+            .help = "With max-peers, for metadata of one slot: this "
+                    "node's id",
+        },
+        {
+            .name = DRBD_OPT_PEER_NODE_ID,
+            .type = QEMU_OPT_NUMBER,
+            .help = "With max-peers, for metadata of one slot: the id of "
+                    "the peer it replicated with",
+        },
+        { /* end of list */ }
+    }
+};
+
+/*
+ * qemu-img amend: more bitmap slots (meta.c), with the node alone: no
+ * peer (qemu-img amend -f drbd IMG opens none) and no guest I/O
+ */
+static int GRAPH_RDLOCK
+drbd_amend_options(BlockDriverState *bs, QemuOpts *opts,
+                   BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
+                   bool force, Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+    uint64_t max_peers, id;
+    int64_t node_id = -1, peer_node_id = -1;
+
+    if (!qemu_opt_find(opts, DRBD_OPT_MAX_PEERS)) {
+        if (qemu_opt_find(opts, DRBD_OPT_NODE_ID) ||
+            qemu_opt_find(opts, DRBD_OPT_PEER_NODE_ID)) {
+            error_setg(errp, "node-id and peer-node-id go with max-peers");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (!s->md.child || !s->md.writable) {
+        error_setg(errp, "drbd node '%s' has no writable metadata to amend",
+                   drbd_name(s));
+        return -EINVAL;
+    }
+    if (drbd_replicates(s) || qatomic_read(&s->detached)) {
+        error_setg(errp, "drbd node '%s' is to be amended alone, not %s",
+                   drbd_name(s), drbd_replicates(s) ? "with peers" :
+                   "detached from its disk");
+        error_append_hint(errp, "Stop the node, then: qemu-img amend -f "
+                          "drbd -o max-peers=N IMG\n");
+        return -EINVAL;
+    }
+    max_peers = qemu_opt_get_number(opts, DRBD_OPT_MAX_PEERS, 0);
+    if (max_peers > DRBD_MD_MAX_PEERS) {
+        error_setg(errp, "max-peers must be between 1 and %d, not %" PRIu64,
+                   DRBD_MD_MAX_PEERS, max_peers);
+        return -EINVAL;
+    }
+    if (qemu_opt_find(opts, DRBD_OPT_NODE_ID)) {
+        id = qemu_opt_get_number(opts, DRBD_OPT_NODE_ID, 0);
+        if (id > 31) {
+            error_setg(errp, "node-id must be between 0 and 31, not %"
+                       PRIu64, id);
+            return -EINVAL;
+        }
+        node_id = id;
+    }
+    if (qemu_opt_find(opts, DRBD_OPT_PEER_NODE_ID)) {
+        id = qemu_opt_get_number(opts, DRBD_OPT_PEER_NODE_ID, 0);
+        if (id > 31) {
+            error_setg(errp, "peer-node-id must be between 0 and 31, not %"
+                       PRIu64, id);
+            return -EINVAL;
+        }
+        peer_node_id = id;
+    }
+    if (max_peers == s->md.sb.max_peers && node_id < 0 &&
+        peer_node_id < 0) {
+        return 0;
+    }
+    return drbd_md_grow(s, max_peers, node_id, peer_node_id, errp);
+}
+
 static BlockDriver bdrv_drbd = {
     .format_name                = "drbd",
     .instance_size              = sizeof(BDRVDrbdState),
@@ -2118,6 +2211,8 @@ static BlockDriver bdrv_drbd = {
     .bdrv_co_create             = drbd_co_create,
     .bdrv_co_create_opts        = drbd_co_create_opts,
     .create_opts                = &drbd_create_opts,
+    .bdrv_amend_options         = drbd_amend_options,
+    .amend_opts                 = &drbd_amend_opts,
     .supports_backing           = false,
 };
 

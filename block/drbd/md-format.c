@@ -231,6 +231,42 @@ int drbd_md_layout_external(uint64_t data_size, uint32_t al_extents,
     return 0;
 }
 
+/*
+ * More slots in metadata that exists: the bitmap region grows at its end
+ * and whatever follows it moves to where no byte of the old metadata
+ * is, so that the old superblock stays valid until the new one is
+ * written (internal: the activity log and superblock go past the old end
+ * of the image; external: the image grows at its end).
+ */
+int drbd_md_layout_grow(const DrbdSuperblock *sb, uint64_t image_len,
+                        uint32_t max_peers, DrbdMdLayout *out, Error **errp)
+{
+    DrbdMdLayout l;
+    uint64_t bm_end;
+
+    if (drbd_md_layout_check(sb, image_len, &l, errp) < 0 ||
+        drbd_md_max_peers_valid(max_peers, errp) < 0) {
+        return -EINVAL;
+    }
+    if (max_peers <= sb->max_peers) {
+        error_setg(errp, "drbd metadata: it has %" PRIu32 " bitmap slots "
+                   "already; slots can be added, not removed",
+                   sb->max_peers);
+        return -EINVAL;
+    }
+    l.max_peers = max_peers;
+    bm_end = l.bm_offset + max_peers * l.bm_bytes;
+    if (l.placement == DRBD_MD_INTERNAL) {
+        l.al_offset = MAX(bm_end, image_len);
+        l.sb_offset = l.al_offset + AL_BYTES;
+        l.image_size = l.sb_offset + BLOCK;
+    } else {
+        l.image_size = MAX(bm_end, image_len);
+    }
+    *out = l;
+    return 0;
+}
+
 int drbd_md_sb_offset(DrbdMdPlacement placement, uint64_t image_len,
                       uint64_t *offset, Error **errp)
 {
@@ -387,6 +423,22 @@ void drbd_md_sb_init(DrbdSuperblock *sb, const DrbdMdLayout *layout,
     for (i = 0; i < DRBD_MD_MAX_PEERS; i++) {
         sb->slots[i].node_id = DRBD_MD_SLOT_FREE;
     }
+}
+
+void drbd_md_sb_relayout(DrbdSuperblock *sb, const DrbdMdLayout *layout)
+{
+    uint32_t i;
+
+    assert(layout->max_peers >= sb->max_peers &&
+           layout->max_peers <= DRBD_MD_MAX_PEERS);
+    for (i = sb->max_peers; i < layout->max_peers; i++) {
+        sb->slots[i] = (DrbdMdSlot) { .node_id = DRBD_MD_SLOT_FREE };
+    }
+    sb->version = layout->max_peers > 1 ? DRBD_MD_VERSION_SLOTS :
+                  DRBD_MD_VERSION;
+    sb->max_peers = layout->max_peers;
+    sb->bm_offset = layout->bm_offset;
+    sb->al_offset = layout->al_offset;
 }
 
 void drbd_md_sb_encode(const DrbdSuperblock *sb, uint8_t *buf)

@@ -173,6 +173,17 @@ int drbd_md_layout_external(uint64_t data_size, uint32_t al_extents,
                             Error **errp);
 
 /*
+ * The layout of the metadata @sb, read from an image (internal) or meta
+ * image (external) of @image_len bytes, with @max_peers bitmap slots
+ * instead of sb->max_peers (fewer fail): the new slots follow the old
+ * ones, and nothing new lies where the old metadata's activity log and
+ * superblock are, so that the old superblock is valid until the new one
+ * is written.  @out->image_size is the new length.
+ */
+int drbd_md_layout_grow(const DrbdSuperblock *sb, uint64_t image_len,
+                        uint32_t max_peers, DrbdMdLayout *out, Error **errp);
+
+/*
  * Where to look for the superblock of metadata with @placement in an
  * image (internal) or meta image (external) of @image_len bytes: the
  * last block, or the first.  Fails if the image cannot hold metadata
@@ -204,6 +215,12 @@ int drbd_md_layout_check(const DrbdSuperblock *sb, uint64_t image_len,
  */
 void drbd_md_sb_init(DrbdSuperblock *sb, const DrbdMdLayout *layout,
                      uint32_t node_id, uint64_t device_uuid);
+
+/*
+ * Make @sb describe @layout, from drbd_md_layout_grow() for @sb: its
+ * version, offsets and slot count; the new slots free
+ */
+void drbd_md_sb_relayout(DrbdSuperblock *sb, const DrbdMdLayout *layout);
 
 /*
  * Encode @sb into the DRBD_MD_BLOCK_SIZE bytes of @buf, reserved bytes

@@ -1242,6 +1242,144 @@ drbd_md_check(BDRVDrbdState *s, BdrvCheckResult *res, BdrvCheckMode fix)
     return 0;
 }
 
+/*
+ * qemu-img amend -o max-peers: more bitmap slots, for a node that is to
+ * have more peers.  The node is open alone (no peer, no guest I/O).
+ *
+ * Crash-safe in this order: everything of the old layout on disk; the
+ * new slots zeroed where that touches no old metadata; the new
+ * superblock, which with internal metadata lies past the old end of the
+ * image (writing it grows the image: until it lands, the old superblock
+ * is the image's last block, and the image opens as before); then the
+ * old activity log and superblock, now in the new slots, zeroed.  A
+ * crash before that last step leaves bytes of them in slots no peer
+ * uses yet, which can only make a future resync larger.  The activity
+ * log starts empty: the bitmap holds all it recorded.
+ *
+ * One-slot metadata (version 1) does not record whose its bitmap is:
+ * @peer_node_id names that peer and @node_id this node (-1: not given).
+ */
+int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
+                              int64_t node_id, int64_t peer_node_id,
+                              Error **errp)
+{
+    const char *name = s->md.child->bs->filename;
+    DrbdSuperblock old_sb;
+    DrbdMdLayout l;
+    uint64_t old_sb_offset, old_end, bm_bytes;
+    unsigned long *bm_dirty;
+    int64_t len;
+    int ret;
+
+    len = bdrv_getlength(s->md.child->bs);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "Could not get the size of '%s'", name);
+        return len;
+    }
+    if (drbd_md_layout_grow(&s->md.sb, len, max_peers, &l, errp) < 0) {
+        return -EINVAL;
+    }
+    if (s->md.sb.max_peers == 1) {
+        if (node_id < 0 || peer_node_id < 0) {
+            error_setg(errp, "the metadata of '%s' has one bitmap slot, "
+                       "which does not record whose it is: give node-id "
+                       "(this node's) and peer-node-id (the node it "
+                       "replicated with)", name);
+            return -EINVAL;
+        }
+        if (node_id == peer_node_id) {
+            error_setg(errp, "node-id and peer-node-id are both %" PRId64,
+                       node_id);
+            return -EINVAL;
+        }
+    } else if (peer_node_id >= 0 ||
+               (node_id >= 0 && node_id != s->md.sb.node_id)) {
+        error_setg(errp, "the metadata of '%s' is node %" PRIu32 "'s, and "
+                   "its slots name their peers: give max-peers alone",
+                   name, s->md.sb.node_id);
+        return -EINVAL;
+    }
+
+    /* The bitmap and superblock of the old layout, on disk */
+    ret = drbd_md_sync_all_locked_graph(s);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the metadata of '%s'",
+                         name);
+        return ret;
+    }
+
+    bm_bytes = l.bm_bytes;
+    old_end = s->md.sb.bm_offset + s->md.sb.max_peers * bm_bytes;
+    if (l.placement == DRBD_MD_EXTERNAL) {
+        /* The new slots are past everything of the old metadata */
+        ret = bdrv_pwrite_zeroes(s->md.child, old_end,
+                                 (max_peers - s->md.sb.max_peers) * bm_bytes,
+                                 0);
+        if (ret == 0) {
+            ret = bdrv_flush(s->md.child->bs);
+        }
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not write the new bitmap "
+                             "slots of '%s'", name);
+            return ret;
+        }
+    }
+
+    qemu_mutex_lock(&s->lock);
+    old_sb = s->md.sb;
+    old_sb_offset = s->md.sb_offset;
+    drbd_md_sb_relayout(&s->md.sb, &l);
+    if (old_sb.max_peers == 1) {
+        s->md.sb.node_id = node_id;
+        s->md.sb.slots[0].node_id = peer_node_id;
+    }
+    s->md.sb_offset = l.sb_offset;
+    bm_dirty = bitmap_new(max_peers * s->md.bm_blocks);
+    bitmap_copy(bm_dirty, s->md.bm_dirty, old_sb.max_peers * s->md.bm_blocks);
+    g_free(s->md.bm_dirty);
+    s->md.bm_dirty = bm_dirty;
+    if (l.placement == DRBD_MD_INTERNAL) {
+        /* The ring moves: it starts empty, and so does what it caches */
+        drbd_al_cache_free(s->md.al);
+        s->md.al = drbd_al_cache_new(s->md.sb.al_extents);
+    }
+    qemu_mutex_unlock(&s->lock);
+
+    ret = drbd_md_write_sb(s);
+    if (ret < 0) {
+        qemu_mutex_lock(&s->lock);
+        s->md.sb = old_sb;
+        s->md.sb_offset = old_sb_offset;
+        qemu_mutex_unlock(&s->lock);
+        error_setg_errno(errp, -ret, "Could not write the new superblock "
+                         "of '%s'", name);
+        error_append_hint(errp, "Its metadata is as it was, with %" PRIu32
+                          " slot%s, unless the image grew: then 'qemu-img "
+                          "info -f drbd' fails on it, and 'qemu-img resize "
+                          "-f raw' back to %" PRIu64 " bytes restores "
+                          "it.\n", old_sb.max_peers,
+                          old_sb.max_peers == 1 ? "" : "s",
+                          old_sb_offset + DRBD_MD_BLOCK_SIZE);
+        return ret;
+    }
+
+    if (l.placement == DRBD_MD_INTERNAL) {
+        /* The old activity log and superblock, in the new slots now */
+        ret = bdrv_pwrite_zeroes(s->md.child, old_end,
+                                 l.sb_offset - old_end, 0);
+        if (ret == 0) {
+            ret = bdrv_flush(s->md.child->bs);
+        }
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not clear the new bitmap "
+                             "slots of '%s'", name);
+            return ret;
+        }
+    }
+    trace_drbd_md_grow(s->bs, old_sb.max_peers, max_peers, l.image_size);
+    return 0;
+}
+
 void drbd_md_free(BDRVDrbdState *s)
 {
     g_clear_pointer(&s->md.al, drbd_al_cache_free);

@@ -243,8 +243,19 @@ static bool drbd_promotion_begin_locked(BDRVDrbdState *s, bool force,
     }
     /* The promotion decides about the generation, not a loss before it */
     qatomic_set(&s->gen_due, false);
-    new_generation = drbd_new_generation_locked(s, force || !all_connected,
-                                                !force && !reconnect);
+    if (!drbd_replicates(s)) {
+        /*
+         * A node without peers (qemu-img, qemu-io) starts its generation
+         * at its first write, as DRBD 9 does: an open for writing that
+         * writes no data (qemu-img amend, check -r) keeps the UUIDs
+         */
+        qatomic_set(&s->gen_due, true);
+        new_generation = false;
+    } else {
+        new_generation = drbd_new_generation_locked(s, force ||
+                                                    !all_connected,
+                                                    !force && !reconnect);
+    }
     s->md.sb.uuid_current |= DRBD_UUID_PRIMARY_FLAG;
     /* On disk before the first write as primary can be */
     s->md.primary_pending = true;

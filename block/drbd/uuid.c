@@ -28,6 +28,14 @@ static bool uuid_names_data(uint64_t uuid)
     return v != 0 && v != DRBD_UUID_JUST_CREATED;
 }
 
+/* A fresh image of zeroes that no write has changed (rules 110, 111) */
+static bool uuid_pristine_zeroes(const DrbdUuids *u)
+{
+    return uuid_val(u->current) == DRBD_UUID_ZEROED &&
+           !uuid_val(u->bitmap) && !uuid_val(u->history[0]) &&
+           !uuid_val(u->history[1]);
+}
+
 /*
  * Equal currents.  A bitmap UUID on one side only means a resync between
  * the two was interrupted at its start or its end; else the roles at the
@@ -162,6 +170,15 @@ DrbdUuidCmp drbd_uuid_compare(const DrbdUuids *self, const DrbdUuids *peer,
             }
         }
     }
+    *rule = 110;
+    if (uuid_pristine_zeroes(self)) {
+        return DRBD_UUID_CMP_FULL_TARGET;
+    }
+    *rule = 111;
+    if (uuid_pristine_zeroes(peer)) {
+        return DRBD_UUID_CMP_FULL_SOURCE;
+    }
+    *rule = 100;
     return DRBD_UUID_CMP_UNRELATED;
 }
 

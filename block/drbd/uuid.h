@@ -89,6 +89,12 @@
  *       both sides: the nodes shared data once, but neither bitmap
  *       covers all that differs since.  SPLIT_BRAIN_FULL: only a full
  *       resync repairs it.
+ *  110  our current is "zeroed" with no bitmap UUID and no history:
+ *       a fresh image of zeroes, never written (the first write starts a
+ *       generation), meets a peer whose data are no generation of ours,
+ *       as a new node that joins a resource in use.  We have nothing to
+ *       lose: FULL_TARGET.
+ *  111  the mirror image of 110.  FULL_SOURCE.
  *  100  (no rule matched) UNRELATED: the disks never held the same
  *       data, or the generation they shared is in neither's history
  *       any more (it holds two: a sync source that records the end of
@@ -150,6 +156,14 @@
 
 /* The current UUID of a device that has never held data */
 #define DRBD_UUID_JUST_CREATED  4ULL
+
+/*
+ * The current UUID of a freshly created image: its data are all zeroes,
+ * the same generation as any other fresh image of its size, so that two
+ * new images start in sync without a full resync.  (DRBD's "just
+ * created" UUID, 4, names no data and asks for a full resync instead.)
+ */
+#define DRBD_UUID_ZEROED        0x5a45524f45440000ULL   /* "ZEROED" */
 
 /* Lowest bit of a UUID: set in the current UUID while primary */
 #define DRBD_UUID_PRIMARY_FLAG  1ULL

@@ -688,6 +688,121 @@ static void test_layout_invalid(void)
     g_assert_cmpmem(&l, sizeof(l), &untouched, sizeof(untouched));
 }
 
+/* Does [a, a + alen) meet [b, b + blen)? */
+static bool ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/*
+ * More slots: the new layout passes the check at its new length, keeps
+ * slot 0 and the data where they were, and writes nothing new where the
+ * old activity log and superblock are (the new slots cover them, which
+ * are free), so that the old superblock holds until the new one lands
+ */
+static void test_layout_grow(void)
+{
+    static const struct {
+        DrbdMdPlacement placement;
+        uint64_t data_size;
+        uint32_t from, to;
+        uint64_t image_size;
+    } cases[] = {
+        /* 64 MiB: 4 KiB slots; the activity log goes past the old end */
+        { DRBD_MD_INTERNAL, 64 * MiB, 1, 2,
+          64 * MiB + 4 * KiB + 36 * KiB + 36 * KiB },
+        { DRBD_MD_INTERNAL, 64 * MiB, 1, 31,
+          64 * MiB + 31 * 4 * KiB + 36 * KiB },
+        /* 1 GiB: 32 KiB slots, not enough to clear the old 36 KiB */
+        { DRBD_MD_INTERNAL, 1 * GiB, 1, 2,
+          1 * GiB + 32 * KiB + 36 * KiB + 36 * KiB },
+        /* 4 GiB: 128 KiB slots, as a fresh image of 3 slots */
+        { DRBD_MD_INTERNAL, 4 * GiB, 1, 3, 4 * GiB + 3 * 128 * KiB + 36 * KiB },
+        { DRBD_MD_INTERNAL, 4 * GiB, 2, 4, 4 * GiB + 4 * 128 * KiB + 36 * KiB },
+        { DRBD_MD_EXTERNAL, 1 * GiB, 1, 3, 36 * KiB + 3 * 32 * KiB },
+        { DRBD_MD_EXTERNAL, 1 * GiB, 3, 31, 36 * KiB + 31 * 32 * KiB },
+    };
+    Error *err = NULL;
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        DrbdMdLayout old, l, chk;
+        DrbdSuperblock sb, grown;
+
+        if (cases[i].placement == DRBD_MD_INTERNAL) {
+            drbd_md_layout_internal(cases[i].data_size, 257, cases[i].from,
+                                    &old, &error_abort);
+        } else {
+            drbd_md_layout_external(cases[i].data_size, 257, cases[i].from,
+                                    &old, &error_abort);
+        }
+        drbd_md_sb_init(&sb, &old, 2, 7);
+        sb.slots[0].node_id = 1;
+        g_assert_cmpint(drbd_md_layout_grow(&sb, old.image_size, cases[i].to,
+                                            &l, &error_abort), ==, 0);
+        g_assert_cmpuint(l.image_size, ==, cases[i].image_size);
+        g_assert_cmpuint(l.max_peers, ==, cases[i].to);
+        g_assert_cmpuint(l.bm_offset, ==, old.bm_offset);
+        g_assert_cmpuint(l.bm_bytes, ==, old.bm_bytes);
+        g_assert_cmpuint(l.image_size, >=, old.image_size);
+
+        grown = sb;
+        drbd_md_sb_relayout(&grown, &l);
+        g_assert_cmpuint(grown.version, ==, DRBD_MD_VERSION_SLOTS);
+        g_assert_cmpuint(grown.max_peers, ==, cases[i].to);
+        g_assert_cmpuint(grown.slots[0].node_id, ==, 1);
+        g_assert_cmpuint(grown.slots[cases[i].to - 1].node_id, ==,
+                         DRBD_MD_SLOT_FREE);
+        g_assert_cmpint(drbd_md_layout_check(&grown, l.image_size, &chk,
+                                             &error_abort), ==, 0);
+        g_assert_cmpuint(chk.sb_offset, ==, l.sb_offset);
+        g_assert_cmpuint(chk.al_offset, ==, l.al_offset);
+
+        if (cases[i].placement == DRBD_MD_INTERNAL) {
+            uint64_t old_tail = old.al_offset;
+            uint64_t old_tail_len = old.image_size - old.al_offset;
+
+            /* the new activity log and superblock: past the old end */
+            g_assert_cmpuint(l.al_offset, >=, old.image_size);
+            g_assert_false(ranges_meet(l.sb_offset, 4096, old_tail,
+                                       old_tail_len));
+            /* the old slots did not move */
+            g_assert_false(ranges_meet(old.bm_offset,
+                                       cases[i].from * old.bm_bytes,
+                                       old_tail, old_tail_len));
+        } else {
+            /* superblock and activity log stay at the start */
+            g_assert_cmpuint(l.sb_offset, ==, 0);
+            g_assert_cmpuint(l.al_offset, ==, old.al_offset);
+        }
+    }
+
+    /* fewer or as many slots; an invalid count; damaged metadata */
+    {
+        DrbdMdLayout old, l;
+        DrbdSuperblock sb;
+
+        drbd_md_layout_internal(1 * GiB, 257, 2, &old, &error_abort);
+        drbd_md_sb_init(&sb, &old, 0, 1);
+        assert_failed_with(drbd_md_layout_grow(&sb, old.image_size, 2, &l,
+                                               &err), &err,
+                           "drbd metadata: it has 2 bitmap slots already; "
+                           "slots can be added, not removed");
+        assert_failed_with(drbd_md_layout_grow(&sb, old.image_size, 1, &l,
+                                               &err), &err,
+                           "drbd metadata: it has 2 bitmap slots already; "
+                           "slots can be added, not removed");
+        assert_failed_with(drbd_md_layout_grow(&sb, old.image_size, 32, &l,
+                                               &err), &err,
+                           "max-peers must be between 1 and 31, not 32");
+        assert_failed_with(drbd_md_layout_grow(&sb, old.image_size - 4096, 3,
+                                               &l, &err), &err,
+                           "drbd metadata: superblock at offset 1073836032 "
+                           "(4096 bytes) overlaps the activity log at offset "
+                           "1073807360 (32768 bytes)");
+    }
+}
+
 static void test_sb_offset(void)
 {
     uint64_t off = 12345;
@@ -1654,6 +1769,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-md/layout/invalid", test_layout_invalid);
     g_test_add_func("/drbd-md/layout/sb-offset", test_sb_offset);
     g_test_add_func("/drbd-md/layout/check", test_layout_check);
+    g_test_add_func("/drbd-md/layout/grow", test_layout_grow);
     g_test_add_func("/drbd-md/al/extents-valid", test_al_extents_valid);
     g_test_add_func("/drbd-md/al/next-context", test_al_next_context);
     g_test_add_func("/drbd-md/al/round-trip", test_al_round_trip);

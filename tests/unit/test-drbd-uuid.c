@@ -73,6 +73,10 @@ static int mirror_rule(int rule)
         return 70;
     case 70:
         return 50;
+    case 110:
+        return 111;
+    case 111:
+        return 110;
     case 51:
         return 71;
     case 71:
@@ -325,6 +329,28 @@ static void test_rule_unrelated(void)
     /* 0 and "just created" name no generation: they never match */
     check_cmp(U(GA, 0, 0, 0), U(GB, 0, 0, 0), DRBD_UUID_CMP_UNRELATED, 100);
     check_cmp(U(GA, JC, JC, 0), U(GB, JC, JC, 0),
+              DRBD_UUID_CMP_UNRELATED, 100);
+}
+
+/* A fresh image of zeroes joins a resource whose data moved on */
+static void test_rule_pristine_zeroes(void)
+{
+    const uint64_t Z = DRBD_UUID_ZEROED;
+
+    check_cmp(U(Z, 0, 0, 0), U(GB, GY, H2, 0),
+              DRBD_UUID_CMP_FULL_TARGET, 110);
+    check_cmp(U(GB, GY, H2, 0), U(Z, 0, 0, 0),
+              DRBD_UUID_CMP_FULL_SOURCE, 111);
+    check_cmp(U(Z | PRI, 0, 0, 0), U(GB, 0, 0, 0),
+              DRBD_UUID_CMP_FULL_TARGET, 110);
+    /* both fresh: the same generation */
+    check_cmp(U(Z, 0, 0, 0), U(Z, 0, 0, 0), DRBD_UUID_CMP_EQUAL, 40);
+    /* the peer started from zeroes too: by bitmap, as before */
+    check_cmp(U(Z, 0, 0, 0), U(GB, Z, 0, 0), DRBD_UUID_CMP_TARGET, 50);
+    /* written once (a history, or a bitmap UUID): not fresh any more */
+    check_cmp(U(Z, 0, H1, 0), U(GB, GY, H2, 0),
+              DRBD_UUID_CMP_UNRELATED, 100);
+    check_cmp(U(Z, GX, 0, 0), U(GB, GY, H2, 0),
               DRBD_UUID_CMP_UNRELATED, 100);
 }
 
@@ -1876,6 +1902,8 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-uuid/rule/split-brain-full",
                     test_rule_split_brain_full);
     g_test_add_func("/drbd-uuid/rule/unrelated", test_rule_unrelated);
+    g_test_add_func("/drbd-uuid/rule/pristine-zeroes",
+                    test_rule_pristine_zeroes);
     g_test_add_func("/drbd-uuid/repair/other-rules", test_repair_other_rules);
     g_test_add_func("/drbd-uuid/handshake/plain", test_handshake_plain);
     g_test_add_func("/drbd-uuid/handshake/diskless", test_handshake_diskless);
