@@ -573,6 +573,9 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
         !conn->rehandshake) {
         qatomic_set(&s->gen_due, true);
     }
+    /* A peer that may be promoted without us is to be fenced (state.c) */
+    conn->fence_candidate = !conn->rehandshake &&
+                            drbd_disk_may_be_current(conn->peer_disk);
     conn->rehandshake = false;
     qemu_mutex_unlock(&s->lock);
     if (!qatomic_read(&s->closing)) {
@@ -582,6 +585,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_CONNECTION, -1,
                    DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,
                    peer->broken_reason);
+    drbd_fence_peers(s);
     drbd_peer_free(peer);
 }
 

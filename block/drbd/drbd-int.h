@@ -368,6 +368,14 @@ struct DrbdConnection {
      * starts no data generation (the promotion started one)
      */
     bool rehandshake;
+    /*
+     * Fencing (state.c, under s->lock): the peer is out of reach and its
+     * data may be up to date (@fence_candidate: lost while up to date or
+     * consistent, or not seen since the open), and a primary asked
+     * management to fence it, which has not answered (@fence_pending)
+     */
+    bool fence_candidate;
+    bool fence_pending;
     bool connect_held;          /* split brain: wait for drbd-connect */
     const char *held_reason;    /* why, for the state change */
     /*
@@ -546,6 +554,13 @@ struct BDRVDrbdState {
     bool auto_refusal_reported; /* a failed auto-promotion was logged */
 
     DrbdQuorum quorum;          /* state.c's */
+    /*
+     * The fencing policy, fixed at open; under s->lock (and read with
+     * qatomic_read()): guest I/O waits for management to answer
+     * DRBD_FENCE_PEER (resource-and-stonith), with the quorum's waiters
+     */
+    DrbdFencing fencing;
+    bool fence_suspended;
 
     /*
      * role=auto (role.c): promoted for the first user holding write
@@ -758,6 +773,7 @@ void drbd_conn_free(DrbdConnection *conn);
 #define DRBD_CONN_RESYNCING     (DRBD_CONN_BIT(DRBD_CONN_STATE_SYNC_SOURCE) | \
                                  DRBD_CONN_BIT(DRBD_CONN_STATE_SYNC_TARGET))
 bool drbd_replicates(BDRVDrbdState *s);
+bool drbd_disk_may_be_current(DrbdDiskState d);
 bool drbd_peer_primary_locked(BDRVDrbdState *s);
 /*
  * The answer (DRBD_STATE_REPLY_*) to @conn's peer, of protocol version 6,
@@ -793,6 +809,8 @@ void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what);
 void drbd_resume_io(BDRVDrbdState *s);
+void drbd_fence_peers(BDRVDrbdState *s);
+bool drbd_fence_answer(BDRVDrbdState *s);
 uint64_t drbd_fresh_uuid(void);
 char *drbd_uuid_hex(uint64_t uuid);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
@@ -1125,6 +1143,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
 void drbd_auto_init(BDRVDrbdState *s);
 int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp);
 void drbd_auto_perm_changed(BDRVDrbdState *s, bool write_perm);
+int coroutine_fn drbd_co_outdate(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
                                     Error **errp);
 

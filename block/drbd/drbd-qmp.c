@@ -65,7 +65,20 @@ void qmp_drbd_resume_io(const char *node_name, Error **errp)
     BDRVDrbdState *s = drbd_find(node_name, errp);
 
     if (s) {
+        if (drbd_fence_answer(s) && drbd_md_sync_all(s) < 0) {
+            error_setg(errp, "drbd node '%s': could not record in its "
+                       "metadata that its peers are outdated", node_name);
+        }
         drbd_resume_io(s);
+    }
+}
+
+void coroutine_fn qmp_drbd_outdate(const char *node_name, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (s) {
+        drbd_co_outdate(s, errp);
     }
 }
 

@@ -60,7 +60,7 @@ static const char *const drbd_option_names[] = {
     "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds", "tls-authz",
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
     "on-io-error", "disk-timeout", "size", "read-balancing", "quorum",
-    "quorum-minimum-redundancy", "on-no-quorum",
+    "quorum-minimum-redundancy", "on-no-quorum", "fencing",
 };
 static const char *const drbd_option_prefixes[] = {
     "listen.", "peer.", "peers.",
@@ -332,6 +332,7 @@ static int drbd_apply_quorum(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
     }
     s->quorum.on_no_quorum = o->has_on_no_quorum ? o->on_no_quorum :
                              DRBD_ON_NO_QUORUM_SUSPEND_IO;
+    s->fencing = o->has_fencing ? o->fencing : DRBD_FENCING_DONT_CARE;
     return 0;
 }
 
@@ -570,6 +571,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     BDRVDrbdState *s = bs->opaque;
     g_autoptr(BlockdevOptionsDrbd) opts = NULL;
     int64_t size;
+    unsigned i;
     int ret;
 
     GLOBAL_STATE_CODE();
@@ -718,6 +720,11 @@ connect:
     /* For resync-after, its own and the others' */
     drbd_nodes_add(s);
     qemu_mutex_lock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        /* Not seen yet: its data may be up to date, unless fenced */
+        s->conns[i]->fence_candidate =
+            !(s->md.sb.flags & DRBD_MDF_PEER_OUTDATED);
+    }
     drbd_quorum_update_locked(s);
     s->quorum.reported = s->quorum.has;
     qemu_mutex_unlock(&s->lock);
@@ -745,6 +752,8 @@ connect:
             drbd_wait_for_connection(s, opts->wfc_timeout);
             drbd_warn_degraded(s, opts->wfc_timeout);
         }
+        /* Opened as primary: the peers not there yet are to be fenced */
+        drbd_fence_peers(s);
     }
     /* A primary that cannot hand over blocks migration from the start */
     qemu_bh_schedule(s->blocker_bh);
@@ -1766,6 +1775,7 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(read_balancing, DRBD_READ_BALANCING_PREFER_LOCAL);
     DRBD_DEFAULT(quorum_minimum_redundancy, 0);
     DRBD_DEFAULT(on_no_quorum, DRBD_ON_NO_QUORUM_SUSPEND_IO);
+    DRBD_DEFAULT(fencing, DRBD_FENCING_DONT_CARE);
 #undef DRBD_DEFAULT
     if (!o->quorum) {
         o->quorum = g_strdup("off");

@@ -670,6 +670,18 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
 
     peer->role = st.role;
     peer->disk = st.disk_state;
+    if (outcome.decision == DRBD_SYNC_NONE &&
+        st.disk_state == DRBD_DISK_STATE_UP_TO_DATE &&
+        qatomic_read(&s->disk) == DRBD_DISK_STATE_OUTDATED) {
+        /* Outdated (drbd-outdate), and the same data as an up-to-date peer */
+        drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_UP_TO_DATE, -1, -1,
+                       "in sync with an up-to-date peer");
+        if (drbd_co_md_sync(s, false) < 0) {
+            error_setg(errp, "could not write the metadata after the "
+                       "handshake");
+            return -EIO;
+        }
+    }
     if (st.role == DRBD_ROLE_PRIMARY) {
         /* A diskless node learns the data's generation from its primary */
         qemu_mutex_lock(&s->lock);

@@ -878,10 +878,11 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     if (ret < 0) {
         return ret;
     }
+    /* Consistent, but not up to date when written: outdated, as DRBD */
     s->disk = (s->md.sb.flags & DRBD_MDF_WAS_UP_TO_DATE) ?
               DRBD_DISK_STATE_UP_TO_DATE :
               (s->md.sb.flags & DRBD_MDF_CONSISTENT) ?
-              DRBD_DISK_STATE_CONSISTENT : DRBD_DISK_STATE_INCONSISTENT;
+              DRBD_DISK_STATE_OUTDATED : DRBD_DISK_STATE_INCONSISTENT;
 
     /* The bitmaps, one per peer, from its slot */
     drbd_oos_alloc(s);

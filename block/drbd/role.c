@@ -411,6 +411,8 @@ static int coroutine_fn drbd_co_become_primary(BDRVDrbdState *s, bool force,
     drbd_set_state(s, NULL, DRBD_ROLE_PRIMARY, -1,
                    force ? DRBD_DISK_STATE_UP_TO_DATE : -1, -1, -1, reason);
     drbd_promotion_done(s);
+    /* Primary without a peer that may be promoted: fence it first */
+    drbd_fence_peers(s);
     if (force) {
         /*
          * A new generation, and a disk state the peer would refuse to
@@ -692,6 +694,59 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
     drbd_peers_fail(s, remote ? "the peer's data was invalidated" :
                     "the local data was invalidated");
     return 0;
+}
+
+/*
+ * drbd-outdate: the local data is consistent, but may lack a primary's
+ * writes from now on; the node is not promoted until a handshake with
+ * an up-to-date peer makes it up to date again.  On disk before the
+ * command returns, so that management may tell a primary to write on.
+ * A QMP command, in a coroutine of the main loop.
+ */
+int coroutine_fn drbd_co_outdate(BDRVDrbdState *s, Error **errp)
+{
+    const char *name = drbd_name(s);
+    AioContext *old_ctx;
+    DrbdDiskState disk;
+    int ret;
+
+    qemu_mutex_lock(&s->lock);
+    disk = s->disk;
+    if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s' is primary: demote it before outdating its "
+                   "data", name);
+        return -EBUSY;
+    }
+    if (drbd_peer_primary_locked(s)) {
+        qemu_mutex_unlock(&s->lock);
+        error_setg(errp, "'%s' is connected to a primary, whose writes keep "
+                   "its data up to date: not outdated", name);
+        return -EBUSY;
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (disk == DRBD_DISK_STATE_OUTDATED) {
+        return 0;
+    }
+    if (disk != DRBD_DISK_STATE_UP_TO_DATE &&
+        disk != DRBD_DISK_STATE_CONSISTENT) {
+        error_setg(errp, "'%s': the local data is %s, which no promotion "
+                   "takes already: nothing to outdate", name,
+                   DrbdDiskState_str(disk));
+        return -EINVAL;
+    }
+    drbd_set_state(s, NULL, -1, -1, DRBD_DISK_STATE_OUTDATED, -1, -1,
+                   "outdated (drbd-outdate)");
+    old_ctx = bdrv_co_enter(s->bs);
+    bdrv_graph_co_rdlock();
+    ret = drbd_md_sync_in_request(s, false);
+    bdrv_graph_co_rdunlock();
+    bdrv_co_leave(s->bs, old_ctx);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "'%s': could not write the metadata; "
+                         "the node is outdated until it stops", name);
+    }
+    return ret;
 }
 
 /*

@@ -23,6 +23,7 @@
 #include "drbd-int.h"
 
 static void drbd_quorum_wake_locked(BDRVDrbdState *s);
+static void drbd_fence_update_locked(BDRVDrbdState *s);
 
 /*
  * Change what is not negative among the node's @role and @disk, and the
@@ -65,6 +66,13 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
         DRBD_SET(conn->peer_disk, peer_disk);
     }
 #undef DRBD_SET
+    if (conn && conn->cstate >= DRBD_CONN_STATE_CONNECTED) {
+        /* Back: nothing to fence, and whatever was fenced is over */
+        conn->fence_candidate = false;
+        conn->fence_pending = false;
+        s->md.sb.flags &= ~DRBD_MDF_PEER_OUTDATED;
+    }
+    drbd_fence_update_locked(s);
     drbd_quorum_update_locked(s);
     quorum_changed = s->quorum.need && s->quorum.has != s->quorum.reported;
     if (quorum_changed) {
@@ -356,6 +364,7 @@ static DrbdPeerInfo *drbd_peer_info_locked(DrbdConnection *conn)
     p->pe = qatomic_read(&conn->pe);
     p->ua = qatomic_read(&conn->ua);
     p->out_of_sync = conn->oos ? hbitmap_count(conn->oos) : 0;
+    p->fence_pending = conn->fence_pending;
     return p;
 }
 
@@ -436,7 +445,8 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
         info->last_error = g_strdup(s->last_error);
     }
     info->quorum = s->quorum.has;
-    info->io_suspended = !QSLIST_EMPTY(&s->quorum.waiters);
+    info->io_suspended = !QSLIST_EMPTY(&s->quorum.waiters) ||
+                         s->fence_suspended;
     info->uuids = g_new0(DrbdUuidInfo, 1);
     info->uuids->current = drbd_uuid_hex(s->md.sb.uuid_current);
     info->uuids->bitmap = drbd_uuid_hex(drbd_md_slot_uuid(&s->md.sb,
@@ -852,19 +862,23 @@ int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
 {
     unsigned present;
     uint64_t gen;
+    bool fencing = false;
     int ret = 0;
 
-    if (!s->quorum.need || qatomic_read(&s->quorum.has)) {
+    if ((!s->quorum.need || qatomic_read(&s->quorum.has)) &&
+        !qatomic_read(&s->fence_suspended)) {
         return 0;
     }
     qemu_mutex_lock(&s->lock);
     gen = s->quorum.resume_gen;
-    while (!s->quorum.has) {
+    while (!s->quorum.has || s->fence_suspended) {
         DrbdQuorumWaiter w = { .co = qemu_coroutine_self() };
 
-        if (s->quorum.on_no_quorum == DRBD_ON_NO_QUORUM_IO_ERROR ||
-            s->quorum.resume_gen != gen || s->role != DRBD_ROLE_PRIMARY ||
-            qatomic_read(&s->drained)) {
+        fencing = s->quorum.has;
+        if ((!s->quorum.has &&
+             (s->quorum.on_no_quorum == DRBD_ON_NO_QUORUM_IO_ERROR ||
+              s->quorum.resume_gen != gen)) ||
+            s->role != DRBD_ROLE_PRIMARY || qatomic_read(&s->drained)) {
             ret = -EIO;
             break;
         }
@@ -878,6 +892,11 @@ int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
     qemu_mutex_unlock(&s->lock);
     if (ret == 0) {
         qatomic_set(&s->quorum.refusal_reported, false);
+    } else if (fencing) {
+        error_report("drbd node '%s' (resource %s): guest %s failed while "
+                     "it waited for a peer to be fenced: the node is "
+                     "secondary now, or drained", drbd_name(s), s->resource,
+                     what);
     } else if (!qatomic_xchg(&s->quorum.refusal_reported, true)) {
         error_report("drbd node '%s' (resource %s) has no quorum (it sees "
                      "%u of %u nodes, %u needed): guest %s failed",
@@ -885,6 +904,117 @@ int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
                      s->quorum.need, what);
     }
     return ret;
+}
+
+/*
+ * Fencing
+ *
+ * A primary must not write while a peer it cannot reach may be promoted
+ * by someone else with data that lacks those writes.  Such a peer (a
+ * fence candidate: lost while its data was up to date or consistent, or
+ * not seen since the open; not one that this node dropped itself to
+ * connect again) is to be fenced by management, which the node asks
+ * with DRBD_FENCE_PEER when it is primary, or becomes it, without the
+ * peer, and which answers with drbd-resume-io once the peer is outdated
+ * or powered off.  Metadata that says its peers are outdated
+ * (DRBD_MDF_PEER_OUTDATED, until one is back) asks nothing at the open.
+ */
+
+/* Whether a peer last seen with disk state @d may be promoted */
+bool drbd_disk_may_be_current(DrbdDiskState d)
+{
+    return d == DRBD_DISK_STATE_UP_TO_DATE ||
+           d == DRBD_DISK_STATE_CONSISTENT ||
+           d == DRBD_DISK_STATE_DUNKNOWN;
+}
+
+/* Writes wait while a peer is to be fenced (resource-and-stonith) */
+static void drbd_fence_update_locked(BDRVDrbdState *s)
+{
+    bool primary = s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending;
+    bool pending = false;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (!primary) {
+            /* A secondary writes nothing: ask again if it is promoted */
+            s->conns[i]->fence_pending = false;
+        }
+        pending |= s->conns[i]->fence_pending;
+    }
+    s->fence_suspended = pending &&
+                         s->fencing == DRBD_FENCING_RESOURCE_AND_STONITH;
+}
+
+/*
+ * The node is primary, became it, or lost a peer: ask management to
+ * fence each candidate not asked for yet.  Any thread, without s->lock.
+ */
+void drbd_fence_peers(BDRVDrbdState *s)
+{
+    uint8_t ids[DRBD_PEERS_MAX];
+    unsigned n = 0, i;
+    bool suspended;
+
+    if (s->fencing == DRBD_FENCING_DONT_CARE) {
+        return;
+    }
+    qemu_mutex_lock(&s->lock);
+    if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
+        for (i = 0; i < s->nr_conns; i++) {
+            DrbdConnection *c = s->conns[i];
+
+            if (c->fence_candidate && !c->fence_pending &&
+                c->cstate < DRBD_CONN_STATE_CONNECTED) {
+                c->fence_pending = true;
+                ids[n++] = c->peer_node_id;
+            }
+        }
+    }
+    drbd_fence_update_locked(s);
+    suspended = s->fence_suspended;
+    qemu_mutex_unlock(&s->lock);
+
+    for (i = 0; i < n; i++) {
+        trace_drbd_fence_peer(s->bs, ids[i], suspended);
+        warn_report("drbd node '%s' (resource %s) is primary without peer "
+                    "node %u, whose data may be up to date: fence it "
+                    "(drbd-outdate on it, or power it off), then answer "
+                    "with drbd-resume-io%s", drbd_name(s), s->resource,
+                    ids[i], suspended ? "; guest writes wait until then" :
+                    "");
+        qapi_event_send_drbd_fence_peer(bdrv_get_node_name(s->bs), ids[i],
+                                        s->fencing, suspended);
+    }
+}
+
+/*
+ * drbd-resume-io: management fenced the peers it was asked to.  The
+ * metadata says so (written by the caller), and writes held go on.
+ * Returns whether the metadata changed.
+ */
+bool drbd_fence_answer(BDRVDrbdState *s)
+{
+    bool answered = false;
+    unsigned i;
+
+    qemu_mutex_lock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c->fence_pending) {
+            c->fence_pending = false;
+            c->fence_candidate = false;
+            answered = true;
+        }
+    }
+    if (answered) {
+        s->md.sb.flags |= DRBD_MDF_PEER_OUTDATED;
+    }
+    drbd_fence_update_locked(s);
+    drbd_quorum_wake_locked(s);
+    qemu_mutex_unlock(&s->lock);
+    return answered;
 }
 
 /*
