@@ -708,17 +708,19 @@ int coroutine_fn drbd_co_outdate(BDRVDrbdState *s, Error **errp)
     const char *name = drbd_name(s);
     AioContext *old_ctx;
     DrbdDiskState disk;
+    bool peer_primary;
     int ret;
 
     qemu_mutex_lock(&s->lock);
     disk = s->disk;
+    peer_primary = drbd_peer_primary_locked(s);
     if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s' is primary: demote it before outdating its "
                    "data", name);
         return -EBUSY;
     }
-    if (drbd_peer_primary_locked(s)) {
+    if (peer_primary) {
         qemu_mutex_unlock(&s->lock);
         error_setg(errp, "'%s' is connected to a primary, whose writes keep "
                    "its data up to date: not outdated", name);
