@@ -5,6 +5,7 @@
 #   make check-qemu  QEMU's own iotests on a drbd node (not in make check)
 #   make bench    run the benchmarks in tests/bench
 #   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local)
+#                 and the OCF agent to $(OCF_ROOT)/resource.d/qemu-drbd/drbd
 #   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
 #                 if missing) and run each for FUZZ_SECONDS (default 60);
 #                 fails if one finds a crash (see tests/fuzz/README.rst)
@@ -96,10 +97,15 @@ fuzz: build
 mutate: build
 	python3 scripts/mutate.py --build $(BLD) $(MUTATE_ARGS)
 
-# qemu-drbdadm and an example resource file (docs/system/drbd-adm.rst)
+# qemu-drbdadm and an example resource file (docs/system/drbd-adm.rst),
+# and the Pacemaker resource agent ocf:qemu-drbd:drbd where Pacemaker
+# looks for agents (docs/system/drbd-pacemaker.rst): OCF_ROOT is
+# /usr/lib/ocf whatever PREFIX is
+OCF_ROOT ?= /usr/lib/ocf
 install-tools:
 	install -D -m 755 tools/qemu-drbdadm $(DESTDIR)$(PREFIX)/sbin/qemu-drbdadm
 	install -D -m 644 tools/r0.res.example $(DESTDIR)$(PREFIX)/share/doc/qemu-drbd/r0.res.example
+	install -D -m 755 tools/ocf/drbd $(DESTDIR)$(OCF_ROOT)/resource.d/qemu-drbd/drbd
 
 clean:
 	rm -rf $(BLD) $(CONFIGURED)

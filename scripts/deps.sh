@@ -12,7 +12,8 @@ packages="build-essential ccache dpkg-dev patch python3 python3-venv
     libglib2.0-dev libaio-dev libgnutls28-dev nettle-dev libpixman-1-dev
     libfdt-dev liburing-dev zlib1g-dev gnutls-bin
     seabios ipxe-qemu qemu-system-data
-    libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients prometheus"
+    libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients prometheus
+    resource-agents libxml2-utils shellcheck"
 
 sources=/etc/apt/sources.list.d/qemu-drbd-trixie.sources
 
