@@ -98,6 +98,13 @@ def _child_of(pid: int, timeout: float = 10.0) -> int:
     raise ClusterError(f"process {pid} has no child after {timeout}s")
 
 
+def _own_netns(pid: int) -> None:
+    """Refuse to act on a process that shares the machine's network
+    namespace: a command meant for a test host must never reach it."""
+    if os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+        raise ClusterError(f"process {pid} is in the machine's network namespace")
+
+
 def _wait_for(what: str, check: Callable[[], bool], timeout: float,
               interval: float = 0.5) -> float:
     """Poll check() until true; return the seconds it took."""
@@ -235,17 +242,28 @@ class Cluster:
             "}\n")
 
     def _start_switch(self) -> None:
+        # The bridge is made inside the new namespace, by the process that
+        # holds it, before it says ready: an nsenter to its PID any sooner
+        # would land in the machine's namespace.
         self.switch = subprocess.Popen(
-            ["unshare", "--net", "sleep", "infinity"],
-            preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
-        self._switch_ip("link", "add", BRIDGE, "type", "bridge")
-        self._switch_ip("link", "set", BRIDGE, "up")
+            ["unshare", "--net", "sh", "-c",
+             f"ip link add {BRIDGE} type bridge && ip link set {BRIDGE} up && "
+             "echo ready && exec sleep infinity"],
+            preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE)
+        assert self.switch.stdout is not None
+        ready, _, _ = select.select([self.switch.stdout], [], [], 30)
+        line = self.switch.stdout.readline().decode() if ready else ""
+        self.switch.stdout.close()
+        if line.strip() != "ready":
+            raise ClusterError("the switch namespace did not come up")
 
     def _switch_ip(self, *args: str) -> None:
         self._in_switch("ip", *args)
 
     def _in_switch(self, *argv: str) -> None:
         assert self.switch is not None
+        _own_netns(self.switch.pid)
         self._check(["nsenter", "-t", str(self.switch.pid), "-n", *argv])
 
     def _boot(self, host: Host) -> None:
@@ -298,6 +316,7 @@ class Cluster:
         h = self.hosts[host]
         if not h.alive:
             raise ClusterError(f"{host} is not running")
+        _own_netns(h.pid)
         return ["nsenter", "-t", str(h.pid), *NAMESPACES, "--wd=/"]
 
     def run(self, host: str, cmd: Cmd, check: bool = False, timeout: float = 60,
@@ -443,8 +462,10 @@ class Cluster:
         h.pid = 0
         # The switch's end of the veth died with the host's network namespace.
         if self.switch is not None and self.switch.poll() is None:
-            subprocess.run(["nsenter", "-t", str(self.switch.pid), "-n", "ip",
-                            "link", "del", h.port], capture_output=True)
+            try:
+                self._switch_ip("link", "del", h.port)
+            except ClusterError:
+                pass    # already gone
 
     def restart_host(self, host: str) -> None:
         """Boot a killed host again: same disks (the directories under
