@@ -94,6 +94,7 @@ class Failover:
     promote_s: float
     write_s: float
     rejoin_s: float
+    stale_s: float      # how long after the fault the old host still wrote
 
 
 def log(msg: str) -> None:
@@ -111,6 +112,17 @@ def first_write(journal: str, host: str, after_ns: int) -> Optional[int]:
     except FileNotFoundError:
         pass
     return None
+
+
+def last_write(journal: str, host: str, after_ns: int) -> Optional[int]:
+    """MONOTONIC_NS of host's last journal line after after_ns, if any."""
+    last = None
+    with open(journal) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == host and int(parts[1]) > after_ns:
+                last = int(parts[1])
+    return last
 
 
 def steady(c: Cluster, viewers: list[str]) -> Optional[str]:
@@ -196,6 +208,12 @@ def fail_over(c: Cluster, kind: str, journal: str) -> Failover:
     log(f"{kind} {old}: {new} promoted after {promote_s:.2f}s, "
         f"first write after {write_s:.2f}s")
     t_back = time.monotonic()
+    stale = last_write(journal, old, int(t * 1e9))
+    stale_s = stale / 1e9 - t if stale is not None else 0.0
+    if kind == "kill" and stale is not None:
+        raise ClusterError(f"{old} wrote {stale_s:.3f}s after it was killed")
+    if stale is not None:
+        log(f"{old}, cut off, still wrote until {stale_s:.2f}s after the cut")
     if kind == "kill":
         c.restart_host(old)
     else:
@@ -207,7 +225,7 @@ def fail_over(c: Cluster, kind: str, journal: str) -> Failover:
         raise ClusterError(f"after {old} came back, {after} is promoted, "
                            f"not the survivor {new}")
     log(f"{old} back as unpromoted after {rejoin_s:.1f}s; {new} still promoted")
-    return Failover(kind, old, new, promote_s, write_s, rejoin_s)
+    return Failover(kind, old, new, promote_s, write_s, rejoin_s, stale_s)
 
 
 def summary(n: int, results: list[Failover], failed: int) -> str:
@@ -221,7 +239,8 @@ def summary(n: int, results: list[Failover], failed: int) -> str:
     return (f"ha-harness {n} hosts: {len(results)} failovers ({kinds or 'none'}), "
             f"{failed} failed; fault->promoted {stats([r.promote_s for r in results])}; "
             f"fault->first write {stats([r.write_s for r in results])}; "
-            f"rejoin {stats([r.rejoin_s for r in results])}")
+            f"rejoin {stats([r.rejoin_s for r in results])}; "
+            f"cut-off host wrote on {stats([r.stale_s for r in results if r.kind == 'cut'])}")
 
 
 def run_cluster(n: int, failovers: int, kinds: list[str],
