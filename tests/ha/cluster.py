@@ -105,7 +105,7 @@ def _own_netns(pid: int) -> None:
         raise ClusterError(f"process {pid} is in the machine's network namespace")
 
 
-def _wait_for(what: str, check: Callable[[], bool], timeout: float,
+def wait_for(what: str, check: Callable[[], bool], timeout: float,
               interval: float = 0.5) -> float:
     """Poll check() until true; return the seconds it took."""
     start = time.monotonic()
@@ -305,7 +305,7 @@ class Cluster:
 
     def _start_daemons(self, host: Host) -> None:
         host.daemons = [self.spawn(host.name, ["corosync", "-f"], "corosync.out")]
-        _wait_for(f"corosync on {host.name}",
+        wait_for(f"corosync on {host.name}",
                   lambda: self.run(host.name, ["corosync-cfgtool", "-s"]).returncode == 0,
                   timeout=60)
         host.daemons.append(self.spawn(host.name, ["pacemakerd"], "pacemakerd.out"))
@@ -378,7 +378,7 @@ class Cluster:
                     hosts: Optional[Sequence[str]] = None) -> float:
         """Wait until every (or the given) host is online as each sees it."""
         want = set(hosts or [h.name for h in self.hosts.values() if h.alive])
-        return _wait_for(f"{sorted(want)} online",
+        return wait_for(f"{sorted(want)} online",
                          lambda: all(want <= self.online_nodes(h) for h in want),
                          timeout, interval=1.0)
 

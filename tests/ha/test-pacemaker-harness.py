@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Cluster, ClusterError, _wait_for  # noqa: E402
+from cluster import Cluster, ClusterError, wait_for  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLONE = "state-clone"
@@ -159,7 +159,7 @@ def wait_steady(c: Cluster, timeout: float) -> str:
             found.append(p)
         return p is not None
 
-    _wait_for(f"one promoted instance and the workload with it on {viewers}",
+    wait_for(f"one promoted instance and the workload with it on {viewers}",
               check, timeout, interval=1.0)
     return found[-1]
 
@@ -183,7 +183,7 @@ def wait_takeover(c: Cluster, old: str, fault_t: float,
             return True
         return False
 
-    _wait_for(f"promotion of a survivor of {old}", promoted,
+    wait_for(f"promotion of a survivor of {old}", promoted,
               FAILOVER_TIMEOUT, interval=POLL)
     promote_s = time.monotonic() - fault_t
     fault_ns = int(fault_t * 1e9)
@@ -195,7 +195,7 @@ def wait_takeover(c: Cluster, old: str, fault_t: float,
             written.append(w)
         return w is not None
 
-    _wait_for(f"the workload's first write on {new[-1]}", wrote,
+    wait_for(f"the workload's first write on {new[-1]}", wrote,
               FAILOVER_TIMEOUT, interval=0.1)
     return new[-1], promote_s, written[-1] / 1e9 - fault_t
 
@@ -325,8 +325,8 @@ def main() -> int:
         passed += len(results)
         failed += bad
         lines.append(summary(n, results, bad))
-    if not args.keep:
-        os.rmdir(workdir) if os.path.isdir(workdir) and not os.listdir(workdir) else None
+    if not args.keep and os.path.isdir(workdir) and not os.listdir(workdir):
+        os.rmdir(workdir)
     for line in lines:
         print(line)
     print(f"{passed} passed, {failed} failed")
