@@ -150,8 +150,7 @@ class Host:
 class Cluster:
     """N hosts h1..hN running corosync (knet) and Pacemaker."""
 
-    def __init__(self, n: int, workdir: str, token_ms: int = 1000,
-                 log: Callable[[str], None] = lambda s: print(s, flush=True)):
+    def __init__(self, n: int, workdir: str, token_ms: int = 1000):
         if not 2 <= n <= 9:
             raise ValueError("a cluster has 2 to 9 hosts")
         if os.geteuid() != 0:
@@ -164,7 +163,6 @@ class Cluster:
         if self.workdir.startswith(("/run", "/dev/shm", "/proc")):
             raise ClusterError("workdir must not be under /run or /dev/shm")
         self.token_ms = token_ms
-        self.log = log
         self.hosts = {f"h{i}": Host(f"h{i}", i, os.path.join(self.workdir, f"h{i}"))
                       for i in range(1, n + 1)}
         self.switch: Optional[subprocess.Popen] = None
@@ -183,8 +181,8 @@ class Cluster:
 
     def start(self) -> None:
         """Lay out the hosts' directories, start the switch, the hosts and
-        their daemons, and set the cluster options.  Returns once every
-        host's corosync is up; call wait_online() for Pacemaker."""
+        their daemons.  Returns once every host's corosync is up; call
+        wait_online() for Pacemaker, then set_test_properties()."""
         os.makedirs(self.workdir, exist_ok=True)
         authkey = os.urandom(256)
         for host in self.hosts.values():
@@ -441,9 +439,17 @@ class Cluster:
         if not h.alive:
             raise ClusterError(f"{host} is not running")
         t = time.monotonic()
-        os.kill(h.pid, signal.SIGKILL)
-        self._reap(h)
+        self._kill(h)
         return t
+
+    def _kill(self, h: Host) -> None:
+        assert h.init is not None
+        if h.pid > 0:
+            os.kill(h.pid, signal.SIGKILL)
+        else:
+            # Not up yet: killing unshare makes it (--kill-child) kill PID 1.
+            h.init.kill()
+        self._reap(h)
 
     def _reap(self, h: Host) -> None:
         assert h.init is not None
@@ -501,8 +507,7 @@ class Cluster:
         self._stopped = True
         for h in self.hosts.values():
             if h.alive:
-                os.kill(h.pid, signal.SIGKILL)
-                self._reap(h)
+                self._kill(h)
         if self.switch is not None and self.switch.poll() is None:
             self.switch.kill()
             self.switch.wait()
