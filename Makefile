@@ -3,6 +3,11 @@
 #   make          install build dependencies, fetch QEMU, build, run the demo
 #   make check    build if needed, run the drbd unit tests and iotests
 #   make check-qemu  QEMU's own iotests on a drbd node (not in make check)
+#   make check-ha a corosync + Pacemaker cluster of 2, then 3 hosts on this
+#                 machine, each in its own namespaces (tests/ha/README.rst):
+#                 10 failovers each (kill -9 a host, cut its links), with
+#                 Pacemaker's Stateful agent; root; not in make check.
+#                 HA_ARGS="--hosts 2 --failovers 4" runs fewer
 #   make bench    run the benchmarks in tests/bench
 #   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local)
 #                 and the OCF agent to $(OCF_ROOT)/resource.d/qemu-drbd/drbd
@@ -46,7 +51,7 @@ export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHON
 
 TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
 
-.PHONY: all deps build demo check check-qemu bench fuzz mutate clean distclean install-tools
+.PHONY: all deps build demo check check-qemu check-ha bench fuzz mutate clean distclean install-tools
 all: demo
 
 deps:
@@ -79,6 +84,9 @@ check: build
 
 check-qemu: build
 	sh scripts/check-qemu.sh $(BLD)
+
+check-ha: deps
+	python3 tests/ha/test-pacemaker-harness.py $(HA_ARGS)
 
 bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)

@@ -13,7 +13,8 @@ packages="build-essential ccache dpkg-dev patch python3 python3-venv
     libfdt-dev liburing-dev zlib1g-dev gnutls-bin
     seabios ipxe-qemu qemu-system-data
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients prometheus
-    resource-agents libxml2-utils shellcheck"
+    resource-agents libxml2-utils shellcheck
+    corosync pacemaker pacemaker-cli-utils crmsh"
 
 sources=/etc/apt/sources.list.d/qemu-drbd-trixie.sources
 
@@ -53,6 +54,16 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $packages >/dev/null
+case " $missing " in
+*" corosync "*|*" pacemaker "*)
+    # make check-ha runs its own corosync and Pacemaker inside namespaces
+    # (tests/ha): the machine-wide services that the packages enable are
+    # stopped, where we installed them
+    if command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --now pacemaker corosync >/dev/null 2>&1 || true
+    fi
+    ;;
+esac
 case " $missing " in
 *" prometheus "*)
     # Only its promtool is wanted (iotest drbd-adm): the server that the
