@@ -1,12 +1,16 @@
 # qemu-drbd: build QEMU 10.0 with the drbd driver, run it, test it.
 #
 #   make          install build dependencies, fetch QEMU, build, run the demo
-#   make check    build if needed, run the drbd unit tests and iotests
+#   make check    build if needed, run the drbd unit tests and iotests,
+#                 and (as root) the Pacemaker failover test of the agent
+#                 (tests/ha/test-drbd-failover.py; DRBD_CLUSTER_TEST=0
+#                 leaves it out, DRBD_CLUSTER_ARGS="--hosts 3
+#                 --failovers 4" runs less)
 #   make check-qemu  QEMU's own iotests on a drbd node (not in make check)
 #   make check-ha a corosync + Pacemaker cluster of 2, then 3 hosts on this
 #                 machine, each in its own namespaces (tests/ha/README.rst):
 #                 10 failovers each (kill -9 a host, cut its links), with
-#                 Pacemaker's Stateful agent; root; not in make check.
+#                 Pacemaker's Stateful agent: the harness alone; root
 #                 HA_ARGS="--hosts 2 --failovers 4" runs fewer
 #   make bench    run the benchmarks in tests/bench
 #   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local)

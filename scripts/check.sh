@@ -18,6 +18,7 @@ set -u
 
 bld=$(cd "$1" && pwd)
 shift
+top=$(cd "$(dirname "$0")/.." && pwd)
 log=$bld/drbd-check.log
 : > "$log"
 passed=0
@@ -165,6 +166,41 @@ for t in $tests; do
 done
 echo "iotests: $ip passed, $if_ failed, $is skipped"
 add "$ip" "$if_" "$is"
+
+# A real cluster manager fails the resource over: corosync + Pacemaker on
+# namespaced hosts, our OCF agent, kill -9 and cut links
+# (tests/ha/test-drbd-failover.py).  Root only (namespaces, mounts);
+# DRBD_CLUSTER_TEST=0 leaves it out, DRBD_CLUSTER_ARGS passes options.
+echo "== cluster"
+if [ "${DRBD_CLUSTER_TEST:-1}" = 0 ]; then
+    echo "cluster: left out (DRBD_CLUSTER_TEST=0)"
+elif [ "$(id -u)" != 0 ]; then
+    echo "ok cluster # SKIP needs root (network, mount and PID namespaces)"
+    add 0 0 1
+else
+    out=$tmp/cluster.out
+    # shellcheck disable=SC2086
+    if timeout -k 30 2400 python3 "$top/tests/ha/test-drbd-failover.py" \
+            "$bld" ${DRBD_CLUSTER_ARGS:-} > "$out" 2>&1; then
+        rc=0
+    else
+        rc=$?
+    fi
+    cat "$out" >> "$log"
+    grep -E '^(drbd [0-9]+ hosts:|\[.*(FAILED|Error|promoted after))' "$out"
+    line=$(tail -n 1 "$out")
+    cp=$(echo "$line" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p')
+    cf=$(echo "$line" | sed -n 's/^\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p')
+    if [ -z "$cp" ]; then
+        echo "not ok cluster: the test ended without its count (status $rc)"
+        cp=0 cf=1
+    elif [ "$rc" != 0 ] && [ "$cf" = 0 ]; then
+        echo "not ok cluster: exited with status $rc"
+        cf=1
+    fi
+    echo "cluster: $cp passed, $cf failed, 0 skipped"
+    add "$cp" "$cf" 0
+fi
 
 if [ -n "$san" ]; then
     echo "== sanitizer reports"

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Failover of a qemu-drbd resource by a real cluster manager: corosync and
+Pacemaker on two or three hosts (tests/ha/cluster.py), the resource as a
+promotable clone of our agent ocf:qemu-drbd:drbd (each host's node a
+qemu-storage-daemon that the agent starts, replicating over the hosts'
+links), and a guest workload (tests/ha/nbdwriter.py: 4 KiB writes over
+the promoted node's NBD export, each acknowledged one journalled)
+colocated with the promoted instance and started after the promotion.
+
+In a loop, the promoted host is killed (SIGKILL to every process of the
+host at once: corosync, Pacemaker, the daemon, the workload) or, with
+three hosts, cut off (its links drop every packet, no FIN, no RST; the
+resource has quorum=majority, so the cut-off primary stops writing).
+Each time a survivor must be promoted by Pacemaker and the workload must
+write there; every write the workload saw acknowledged, on any host and
+before any failover, must be on the new primary's disk; the old host
+comes back (restarted, or its links restored), rejoins as secondary and
+resyncs (its disk up to date again).  At the end the resource is
+stopped and every replica must be byte-identical (qemu-img compare).
+
+    test-drbd-failover.py BUILD_DIR [--hosts 3,2] [--failovers 10]
+                          [--kinds kill,cut] [--keep]
+
+With two hosts only kill is run (a cut makes two writers without
+fencing).  Exits non-zero on any failure; prints the failover times and
+"N passed, N failed" (one case per failover, one per final comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import Cluster, ClusterError, wait_for  # noqa: E402
+from failover import (REJOIN_TIMEOUT, RSC_DEFAULTS_XML, Failover,  # noqa: E402
+                      Loop, constraints_xml, log, summary)
+from nbdwriter import Nbd, check_acked  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+AGENT = os.path.join(TOP, "tools", "ocf", "drbd")
+DRBDADM = os.path.join(TOP, "tools", "qemu-drbdadm")
+OCF_AGENT = "/usr/lib/ocf/resource.d/qemu-drbd/drbd"
+CLONE = "drbd-clone"
+WORKLOAD = "guest"
+RES = "r0"
+SIZE = 64 * 1024 * 1024
+BLOCKS = 256
+PORT = 7789
+EXPORT = f"/run/qemu-drbd/{RES}.nbd"
+
+
+def resource_file(c: Cluster) -> str:
+    n = len(c.hosts)
+    text = f"""[resource]
+name = {RES}
+protocol = C
+role = secondary
+connect-interval = 300
+ping-interval = 300
+ping-timeout = 600
+max-peers = {n - 1}
+"""
+    if n >= 3:
+        text += "quorum = majority\non-no-quorum = io-error\n"
+    for h in c.hosts.values():
+        text += f"""
+[node {h.name}]
+node-id = {h.index - 1}
+address = {h.addr}:{PORT}
+disk = {os.path.join(h.dir, RES + '.img')}
+export = nbd:unix:{EXPORT}
+"""
+    return text
+
+
+def resources_xml(c: Cluster, bld: str, config: str, journal: str) -> str:
+    writer = os.path.join(HERE, "nbdwriter.py")
+    params = {"resource": RES, "config": config, "drbdadm": DRBDADM,
+              "bindir": bld, "python": sys.executable}
+    attrs = "\n".join(
+        f'        <nvpair id="drbd-{k}" name="{k}" value="{v}"/>'
+        for k, v in params.items())
+    return f"""
+<resources>
+  <clone id="{CLONE}">
+    <meta_attributes id="{CLONE}-meta">
+      <nvpair id="{CLONE}-promotable" name="promotable" value="true"/>
+      <nvpair id="{CLONE}-promoted-max" name="promoted-max" value="1"/>
+      <nvpair id="{CLONE}-clone-max" name="clone-max" value="{len(c.hosts)}"/>
+      <nvpair id="{CLONE}-notify" name="notify" value="true"/>
+    </meta_attributes>
+    <primitive id="drbd" class="ocf" provider="qemu-drbd" type="drbd">
+      <instance_attributes id="drbd-attrs">
+{attrs}
+      </instance_attributes>
+      <operations>
+        <op id="drbd-start" name="start" interval="0" timeout="60s"/>
+        <op id="drbd-stop" name="stop" interval="0" timeout="60s"/>
+        <op id="drbd-promote" name="promote" interval="0" timeout="60s"/>
+        <op id="drbd-demote" name="demote" interval="0" timeout="60s"/>
+        <op id="drbd-mon-p" name="monitor" interval="2s" role="Promoted" timeout="20s"/>
+        <op id="drbd-mon-u" name="monitor" interval="3s" role="Unpromoted" timeout="20s"/>
+      </operations>
+    </primitive>
+  </clone>
+  <primitive id="{WORKLOAD}" class="ocf" provider="heartbeat" type="anything">
+    <instance_attributes id="{WORKLOAD}-attrs">
+      <nvpair id="{WORKLOAD}-bin" name="binfile" value="{sys.executable}"/>
+      <nvpair id="{WORKLOAD}-args" name="cmdline_options"
+              value="{writer} {EXPORT} {RES} {journal} {BLOCKS}"/>
+    </instance_attributes>
+    <operations>
+      <op id="{WORKLOAD}-mon" name="monitor" interval="2s" timeout="20s"/>
+    </operations>
+  </primitive>
+</resources>"""
+
+
+def install_agent() -> None:
+    """Pacemaker finds agents in its OCF root only: this tree's agent goes
+    there, as make install-tools puts it"""
+    with open(AGENT, "rb") as f:
+        mine = f.read()
+    try:
+        with open(OCF_AGENT, "rb") as f:
+            if f.read() == mine:
+                return
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(OCF_AGENT), exist_ok=True)
+    shutil.copyfile(AGENT, OCF_AGENT)
+    os.chmod(OCF_AGENT, 0o755)
+    log(f"installed {AGENT} as {OCF_AGENT}")
+
+
+def drbd_status(c: Cluster, host: str, config: str) -> dict:
+    done = c.run(host, [DRBDADM, "status", RES, "--json", "--config", config],
+                 check=True)
+    info: dict = json.loads(done.stdout)[0]
+    return info
+
+
+class DrbdChecks:
+    """What the drbd cluster test checks at each failover"""
+
+    def __init__(self, c: Cluster, config: str, journal: str):
+        self.c = c
+        self.config = config
+        self.journal = journal
+        self.checked = 0
+
+    def after_takeover(self, new: str, old: str, fault_t: float) -> None:
+        """Every write acknowledged so far, on any host, is on the disk
+        of the new primary (read over its NBD export)"""
+        nbd = Nbd(self.c.hosts[new].path(EXPORT), RES)
+        try:
+            n = check_acked(nbd, self.journal, BLOCKS)
+        finally:
+            nbd.close()
+        self.checked += 1
+        log(f"{new}: all {n} blocks written so far hold their last "
+            "acknowledged write or a later one")
+
+    def after_rejoin(self, primary: str, old: str) -> None:
+        """The old host is a secondary again, and up to date once its
+        resync is over"""
+        def synced() -> bool:
+            try:
+                info = drbd_status(self.c, old, self.config)
+            except (ClusterError, ValueError, IndexError):
+                return False
+            return info["role"] == "secondary" and info["disk"] == "up-to-date"
+
+        wait_for(f"{old} to be an up-to-date secondary", synced,
+                 REJOIN_TIMEOUT, interval=1.0)
+
+
+def compare_replicas(c: Cluster, bld: str) -> None:
+    """Stop the resource (the workload first), then every replica holds
+    the same data"""
+    host = c.any_live_host()
+    c.run(host, ["crm_resource", "--resource", WORKLOAD, "--set-parameter",
+                 "target-role", "--meta", "--parameter-value", "Stopped"],
+          check=True)
+    c.run(host, ["crm_resource", "--resource", CLONE, "--set-parameter",
+                 "target-role", "--meta", "--parameter-value", "Stopped"],
+          check=True)
+    wait_for("the resource to stop everywhere",
+             lambda: not c.resource_nodes(CLONE, host=host), 120, interval=1.0)
+    qemu_img = os.path.join(bld, "qemu-img")
+    imgs = [os.path.join(h.dir, RES + ".img") for h in c.hosts.values()]
+    for other in imgs[1:]:
+        done = subprocess.run([qemu_img, "compare", "-f", "drbd", "-F", "drbd",
+                               imgs[0], other], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            raise ClusterError(f"{imgs[0]} and {other} differ: "
+                               f"{(done.stdout + done.stderr).strip()}")
+    log(f"the {len(imgs)} replicas are identical")
+
+
+def run_cluster(n: int, bld: str, failovers: int, kinds: list[str],
+                workdir: str, keep: bool) -> tuple[list[Failover], int, int]:
+    """The failovers and the final comparison on a new cluster of n
+    hosts: their results, and how many cases passed and failed"""
+    results: list[Failover] = []
+    compared = False
+    c = Cluster(n, os.path.join(workdir, f"drbd{n}"))
+    try:
+        c.start()
+        log(f"{n} hosts up after {c.wait_online(REJOIN_TIMEOUT):.1f}s")
+        config = os.path.join(c.workdir, f"{RES}.res")
+        with open(config, "w") as f:
+            f.write(resource_file(c))
+        for h in c.hosts.values():
+            subprocess.run([os.path.join(bld, "qemu-img"), "create", "-q",
+                            "-f", "drbd", "-o", f"max-peers={n - 1}",
+                            os.path.join(h.dir, RES + ".img"), str(SIZE)],
+                           check=True)
+        journal = os.path.join(c.workdir, "journal")
+        c.set_test_properties()
+        c.cib(RSC_DEFAULTS_XML)
+        c.cib(resources_xml(c, bld, config, journal))
+        c.cib(constraints_xml(CLONE, WORKLOAD))
+        checks = DrbdChecks(c, config, journal)
+        loop = Loop(c, CLONE, WORKLOAD, journal, checks.after_takeover,
+                    checks.after_rejoin)
+        for i in range(failovers):
+            kind = kinds[i % len(kinds)]
+            log(f"failover {i + 1}/{failovers} of {n} hosts: {kind}")
+            results.append(loop.fail_over(kind))
+        compare_replicas(c, bld)
+        compared = True
+    except Exception:
+        log(f"FAILED after {len(results)} failovers of {n} hosts")
+        traceback.print_exc()
+    finally:
+        if keep:
+            log(f"keeping {c.workdir}")
+        c.stop(keep_dir=keep)
+    # The failovers not run after a failure count as failed
+    return (results, len(results) + compared,
+            failovers - len(results) + (not compared))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("build", help="QEMU's build directory (qemu-img, "
+                    "storage-daemon/qemu-storage-daemon)")
+    ap.add_argument("--hosts", default="3,2",
+                    help="cluster sizes to test, comma-separated (default 3,2)")
+    ap.add_argument("--failovers", type=int, default=10,
+                    help="failovers per cluster (default 10)")
+    ap.add_argument("--kinds", default="kill,cut",
+                    help="faults, taken in turn: kill, cut (default kill,cut; "
+                    "two hosts: kill only)")
+    ap.add_argument("--workdir", default=None,
+                    help="where the hosts' directories go (default: a new temp dir)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the work directory (logs) at the end")
+    args = ap.parse_args()
+    bld = os.path.abspath(args.build)
+    kinds = args.kinds.split(",")
+    if not set(kinds) <= {"kill", "cut"}:
+        ap.error("--kinds takes kill and cut")
+    install_agent()
+    workdir = args.workdir or tempfile.mkdtemp(prefix="qdrbd-ha-", dir="/var/tmp")
+    lines = []
+    passed = failed = 0
+    for n in (int(x) for x in args.hosts.split(",")):
+        mine = kinds if n >= 3 else ["kill"]
+        results, good, bad = run_cluster(n, bld, args.failovers, mine,
+                                         workdir, args.keep)
+        passed += good
+        failed += bad
+        lines.append(summary("drbd", n, results, bad))
+    if not args.keep and os.path.isdir(workdir) and not os.listdir(workdir):
+        os.rmdir(workdir)
+    for line in lines:
+        print(line)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
