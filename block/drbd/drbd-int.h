@@ -807,7 +807,7 @@ bool drbd_uuid_told_locked(DrbdConnection *c);
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
-int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what);
+int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write);
 void drbd_resume_io(BDRVDrbdState *s);
 void drbd_fence_peers(BDRVDrbdState *s);
 bool drbd_fence_answer(BDRVDrbdState *s);

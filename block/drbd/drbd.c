@@ -994,7 +994,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 
     ret = drbd_check_primary(s, "write");
     if (ret == 0) {
-        ret = drbd_co_quorum_wait(s, "write");
+        ret = drbd_co_quorum_wait(s, true);
     }
     if (ret == 0 && bytes) {
         drbd_co_generation_due(s);
@@ -1121,7 +1121,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
          * A write done while the quorum went away may be missing where
          * it is now: the guest does not see it succeed (on-no-quorum)
          */
-        ret = drbd_co_quorum_wait(s, "write");
+        ret = drbd_co_quorum_wait(s, true);
     }
     if (ret == 0 && !qatomic_read(&s->gen_acked)) {
         qemu_mutex_lock(&s->lock);
@@ -1303,7 +1303,7 @@ drbd_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
     int ret = inert ? 0 : drbd_check_primary(s, "read");
 
     if (ret == 0 && !inert) {
-        ret = drbd_co_quorum_wait(s, "read");
+        ret = drbd_co_quorum_wait(s, false);
     }
     if (ret < 0) {
         return ret;

@@ -850,28 +850,31 @@ int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp)
 }
 
 /*
- * A primary's guest request: 0 while the node has quorum (at once where
- * quorum is off), or else -EIO (on-no-quorum io-error), or a wait until
- * the quorum is back (suspend-io), which drbd-resume-io, a demotion and
- * a drain of the node (which must end: a close, a move, a snapshot) end
- * with -EIO.  The first failure of a streak is logged.  (A flush is not
- * held: it makes durable what was written, and no write completed
- * without quorum.)
+ * A primary's guest request (@write: a write, or the completion of one):
+ * 0 while the node has quorum (at once where quorum is off), or else -EIO
+ * (on-no-quorum io-error), or a wait until the quorum is back
+ * (suspend-io), which drbd-resume-io, a demotion and a drain of the node
+ * (which must end: a close, a move, a snapshot) end with -EIO.  A write
+ * also waits while a peer is to be fenced (resource-and-stonith), until
+ * drbd-resume-io lets it go on (a demotion or a drain fails it).  The
+ * first failure of a streak is logged.  (A flush is not held: it makes
+ * durable what was written, and no write completed without quorum.)
  */
-int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, const char *what)
+int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write)
 {
+    const char *what = write ? "write" : "read";
     unsigned present;
     uint64_t gen;
     bool fencing = false;
     int ret = 0;
 
     if ((!s->quorum.need || qatomic_read(&s->quorum.has)) &&
-        !qatomic_read(&s->fence_suspended)) {
+        !(write && qatomic_read(&s->fence_suspended))) {
         return 0;
     }
     qemu_mutex_lock(&s->lock);
     gen = s->quorum.resume_gen;
-    while (!s->quorum.has || s->fence_suspended) {
+    while (!s->quorum.has || (write && s->fence_suspended)) {
         DrbdQuorumWaiter w = { .co = qemu_coroutine_self() };
 
         fencing = s->quorum.has;
@@ -942,8 +945,8 @@ static void drbd_fence_update_locked(BDRVDrbdState *s)
         }
         pending |= s->conns[i]->fence_pending;
     }
-    s->fence_suspended = pending &&
-                         s->fencing == DRBD_FENCING_RESOURCE_AND_STONITH;
+    qatomic_set(&s->fence_suspended,
+                pending && s->fencing == DRBD_FENCING_RESOURCE_AND_STONITH);
 }
 
 /*
