@@ -14,6 +14,8 @@ unpromoted.  A test adds its own checks through the hooks of Loop.
 
 from __future__ import annotations
 
+import os
+import shutil
 import statistics
 import time
 from dataclasses import dataclass
@@ -25,6 +27,12 @@ FAILOVER_TIMEOUT = 90.0
 REJOIN_TIMEOUT = 240.0
 POLL = 0.25
 CUT_HOLD = 10.0     # seconds a host stays cut off before its links come back
+
+# The workload's agent: ocf:heartbeat:anything would do, but it runs its
+# program through "su - root", a login shell whose profile may take long
+WRITER_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "ocf", "writer")
+OCF_WRITER = "/usr/lib/ocf/resource.d/qemu-drbd-test/writer"
 
 RSC_DEFAULTS_XML = """
 <rsc_defaults>
@@ -83,6 +91,24 @@ def first_write(journal: str, host: str, after_ns: int) -> Optional[int]:
 def last_write(journal: str, host: str, after_ns: int) -> Optional[int]:
     times = _journal_times(journal, host, after_ns)
     return times[-1] if times else None
+
+
+def install_agent(mine: str, where: str) -> None:
+    """Pacemaker finds agents in its OCF root only: this tree's agent goes
+    there, as make install-tools puts the drbd agent"""
+    with open(mine, "rb") as f:
+        text = f.read()
+    try:
+        with open(where, "rb") as f:
+            if f.read() == text:
+                return
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(where), exist_ok=True)
+    shutil.copyfile(mine, where)
+    os.chmod(where, 0o755)
+    log(f"installed {mine} as {where}")
+
 
 
 def stats(xs: list[float]) -> str:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,8 +38,9 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import Cluster, ClusterError, wait_for  # noqa: E402
-from failover import (REJOIN_TIMEOUT, RSC_DEFAULTS_XML, Failover,  # noqa: E402
-                      Loop, constraints_xml, log, summary)
+from failover import (OCF_WRITER, REJOIN_TIMEOUT, RSC_DEFAULTS_XML,  # noqa: E402
+                      WRITER_AGENT, Failover, Loop, constraints_xml,
+                      install_agent, log, summary)
 from nbdwriter import Nbd, check_acked  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,34 +111,19 @@ def resources_xml(c: Cluster, bld: str, config: str, journal: str) -> str:
       </operations>
     </primitive>
   </clone>
-  <primitive id="{WORKLOAD}" class="ocf" provider="heartbeat" type="anything">
+  <primitive id="{WORKLOAD}" class="ocf" provider="qemu-drbd-test" type="writer">
     <instance_attributes id="{WORKLOAD}-attrs">
-      <nvpair id="{WORKLOAD}-bin" name="binfile" value="{sys.executable}"/>
-      <nvpair id="{WORKLOAD}-args" name="cmdline_options"
-              value="{writer} {EXPORT} {RES} {journal} {BLOCKS}"/>
+      <nvpair id="{WORKLOAD}-python" name="python" value="{sys.executable}"/>
+      <nvpair id="{WORKLOAD}-program" name="program" value="{writer}"/>
+      <nvpair id="{WORKLOAD}-args" name="args"
+              value="{EXPORT} {RES} {journal} {BLOCKS}"/>
+      <nvpair id="{WORKLOAD}-log" name="log" value="{journal}.log"/>
     </instance_attributes>
     <operations>
       <op id="{WORKLOAD}-mon" name="monitor" interval="2s" timeout="20s"/>
     </operations>
   </primitive>
 </resources>"""
-
-
-def install_agent() -> None:
-    """Pacemaker finds agents in its OCF root only: this tree's agent goes
-    there, as make install-tools puts it"""
-    with open(AGENT, "rb") as f:
-        mine = f.read()
-    try:
-        with open(OCF_AGENT, "rb") as f:
-            if f.read() == mine:
-                return
-    except FileNotFoundError:
-        pass
-    os.makedirs(os.path.dirname(OCF_AGENT), exist_ok=True)
-    shutil.copyfile(AGENT, OCF_AGENT)
-    os.chmod(OCF_AGENT, 0o755)
-    log(f"installed {AGENT} as {OCF_AGENT}")
 
 
 def drbd_status(c: Cluster, host: str, config: str) -> dict:
@@ -271,7 +256,8 @@ def main() -> int:
     kinds = args.kinds.split(",")
     if not set(kinds) <= {"kill", "cut"}:
         ap.error("--kinds takes kill and cut")
-    install_agent()
+    install_agent(AGENT, OCF_AGENT)
+    install_agent(WRITER_AGENT, OCF_WRITER)
     workdir = args.workdir or tempfile.mkdtemp(prefix="qdrbd-ha-", dir="/var/tmp")
     lines = []
     passed = failed = 0

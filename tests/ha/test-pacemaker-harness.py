@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Failover test of the HA harness (tests/ha/cluster.py) with Pacemaker's
 own agents: a promotable clone of ocf:pacemaker:Stateful, and a workload
-(tests/ha/writer.py under ocf:heartbeat:anything) colocated with the
+(tests/ha/writer.py under ocf:qemu-drbd-test:writer, tests/ha/ocf/writer) colocated with the
 promoted instance and started after the promotion.
 
 In a loop, the promoted host is either killed (SIGKILL to every process
@@ -28,8 +28,9 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import Cluster  # noqa: E402
-from failover import (REJOIN_TIMEOUT, RSC_DEFAULTS_XML, Failover,  # noqa: E402
-                      Loop, constraints_xml, log, summary)
+from failover import (OCF_WRITER, REJOIN_TIMEOUT, RSC_DEFAULTS_XML,  # noqa: E402
+                      WRITER_AGENT, Failover, Loop, constraints_xml,
+                      install_agent, log, summary)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLONE = "state-clone"
@@ -52,10 +53,11 @@ def resources_xml(journal: str) -> str:
       </operations>
     </primitive>
   </clone>
-  <primitive id="{WORKLOAD}" class="ocf" provider="heartbeat" type="anything">
+  <primitive id="{WORKLOAD}" class="ocf" provider="qemu-drbd-test" type="writer">
     <instance_attributes id="{WORKLOAD}-attrs">
-      <nvpair id="{WORKLOAD}-bin" name="binfile" value="{sys.executable}"/>
-      <nvpair id="{WORKLOAD}-args" name="cmdline_options" value="{writer} {journal}"/>
+      <nvpair id="{WORKLOAD}-python" name="python" value="{sys.executable}"/>
+      <nvpair id="{WORKLOAD}-program" name="program" value="{writer}"/>
+      <nvpair id="{WORKLOAD}-args" name="args" value="{journal}"/>
     </instance_attributes>
     <operations>
       <op id="{WORKLOAD}-mon" name="monitor" interval="2s" timeout="20s"/>
@@ -110,6 +112,7 @@ def main() -> int:
     kinds = args.kinds.split(",")
     if not set(kinds) <= {"kill", "cut"}:
         ap.error("--kinds takes kill and cut")
+    install_agent(WRITER_AGENT, OCF_WRITER)
     workdir = args.workdir or tempfile.mkdtemp(prefix="qdrbd-ha-", dir="/var/tmp")
     lines = []
     passed = failed = 0
