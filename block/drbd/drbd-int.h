@@ -1136,6 +1136,8 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
 int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
                                                    Error **errp);
+int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote_wait(BDRVDrbdState *s,
+                                                        Error **errp);
 void drbd_auto_init(BDRVDrbdState *s);
 int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp);
 void drbd_auto_perm_changed(BDRVDrbdState *s, bool write_perm);

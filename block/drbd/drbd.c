@@ -828,7 +828,7 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
         return 0;
     }
     if (s->auto_promote && qatomic_read(&s->write_perm)) {
-        ret = drbd_co_auto_promote(s, &local_err);
+        ret = drbd_co_auto_promote_wait(s, &local_err);
         if (ret == 0) {
             s->refusal_reported = false;
             s->auto_refusal_reported = false;
