@@ -598,15 +598,11 @@ struct BDRVDrbdState {
      * handed its role over) keeps its children active: its local disk is
      * its own, and the peer's writes go on reaching it.  From an
      * inactivation until unpark_source has activated the children again,
-     * background I/O waits at the drain gate (parked).  blocker_bh keeps
-     * migration_blocker registered while a migration could not hand the
-     * primary role over.
+     * background I/O waits at the drain gate (parked).
      */
     bool keep_children_active;
     bool parked;
     guint unpark_source;        /* a glib idle source */
-    QEMUBH *blocker_bh;
-    Error *migration_blocker;
 
     /*
      * The node's peers, a connection each, fixed at open (state.c).  One
@@ -1140,6 +1136,8 @@ int coroutine_fn drbd_co_demote(BDRVDrbdState *s, Error **errp);
 int drbd_demote(BDRVDrbdState *s, Error **errp);
 int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
                                                    Error **errp);
+int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote_wait(BDRVDrbdState *s,
+                                                        Error **errp);
 void drbd_auto_init(BDRVDrbdState *s);
 int drbd_auto_promote_check(BDRVDrbdState *s, Error **errp);
 void drbd_auto_perm_changed(BDRVDrbdState *s, bool write_perm);

@@ -30,7 +30,6 @@
 #include "qemu/module.h"
 #include "qemu/option.h"
 #include "qemu/timer.h"
-#include "migration/blocker.h"
 #include "qobject/qdict.h"
 #include "qobject/qstring.h"
 #include "qapi/qapi-visit-block-core.h"
@@ -437,17 +436,11 @@ static void drbd_free_state(BDRVDrbdState *s)
         g_source_remove(s->unpark_source);
         s->unpark_source = 0;
     }
-    g_clear_pointer(&s->blocker_bh, qemu_bh_delete);
     g_clear_pointer(&s->disk_error_bh, qemu_bh_delete);
-    if (s->migration_blocker) {
-        migrate_del_blocker(&s->migration_blocker);
-        g_clear_pointer(&s->migration_blocker, error_free);
-    }
     qemu_mutex_destroy(&s->lock);
 }
 
 static gboolean drbd_unpark_idle(void *opaque);
-static void drbd_blocker_bh(void *opaque);
 static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
                               Error **errp);
 
@@ -586,7 +579,6 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_queue_init(&s->md.al_queue);
     QSLIST_INIT(&s->quorum.waiters);
     drbd_auto_init(s);
-    s->blocker_bh = aio_bh_new(qemu_get_aio_context(), drbd_blocker_bh, s);
     s->disk_error_bh = aio_bh_new(qemu_get_aio_context(),
                                   drbd_disk_error_bh, s);
     drbd_tl_init(s);
@@ -755,8 +747,6 @@ connect:
         /* Opened as primary: the peers not there yet are to be fenced */
         drbd_fence_peers(s);
     }
-    /* A primary that cannot hand over blocks migration from the start */
-    qemu_bh_schedule(s->blocker_bh);
     return 0;
 
 fail:
@@ -838,7 +828,7 @@ drbd_check_primary(BDRVDrbdState *s, const char *what)
         return 0;
     }
     if (s->auto_promote && qatomic_read(&s->write_perm)) {
-        ret = drbd_co_auto_promote(s, &local_err);
+        ret = drbd_co_auto_promote_wait(s, &local_err);
         if (ret == 0) {
             s->refusal_reported = false;
             s->auto_refusal_reported = false;
@@ -1492,29 +1482,64 @@ static bool drbd_can_hand_over_locked(BDRVDrbdState *s)
     return false;
 }
 
-/* Keep a migration blocker registered while no hand-over is possible */
-static void drbd_blocker_bh(void *opaque)
+/*
+ * How long an inactivation waits for a peer to take the primary role
+ * over: a connect attempt (connect-interval) and a handshake
+ * (ping-timeout), of the slowest connection
+ */
+static uint64_t drbd_hand_over_timeout_ns(BDRVDrbdState *s)
 {
-    BDRVDrbdState *s = opaque;
-    Error *local_err = NULL;
-    bool blocked;
+    uint64_t ns = 0;
+    unsigned i;
 
-    qemu_mutex_lock(&s->lock);
-    blocked = drbd_replicates(s) && !drbd_can_hand_over_locked(s);
-    qemu_mutex_unlock(&s->lock);
-    if (blocked && !s->migration_blocker) {
-        error_setg(&s->migration_blocker, "drbd node '%s' (resource %s) is "
-                   "primary, and its peer is not connected with up-to-date "
-                   "data: a migration could not hand the disk over",
-                   drbd_name(s), s->resource);
-        /* Fails while a migration runs: drbd_inactivate() refuses then */
-        if (migrate_add_blocker(&s->migration_blocker, &local_err) < 0) {
-            warn_report_err(local_err);
-        }
-    } else if (!blocked && s->migration_blocker) {
-        migrate_del_blocker(&s->migration_blocker);
-        g_clear_pointer(&s->migration_blocker, error_free);
+    for (i = 0; i < s->nr_conns; i++) {
+        ns = MAX(ns, s->conns[i]->connect_interval_ns +
+                     s->conns[i]->ping_timeout_ns);
     }
+    return ns;
+}
+
+/*
+ * Wait, a bounded time, until the primary role can be handed over.  A
+ * migration's destination is the peer, and it connects only once it
+ * runs: libvirt starts it when the migration starts, so that at the
+ * switchover it may still be connecting, in its handshake, or resyncing
+ * what the source wrote meanwhile.  The migration thread (or the main
+ * loop, for blockdev-set-active) polls the main loop meanwhile, holding
+ * the BQL, as a drain does; a timer wakes it to look again, since a
+ * connection in an iothread does not.  Returns whether it can.
+ */
+static bool drbd_wait_hand_over(BDRVDrbdState *s)
+{
+    int64_t start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t deadline = start + drbd_hand_over_timeout_ns(s);
+    int64_t now = start;
+    bool can, tick = false;
+    QEMUTimer *timer = NULL;
+
+    for (;;) {
+        qemu_mutex_lock(&s->lock);
+        can = drbd_can_hand_over_locked(s);
+        qemu_mutex_unlock(&s->lock);
+        if (can || now >= deadline) {
+            break;
+        }
+        if (!timer) {
+            trace_drbd_hand_over_wait(s->bs, (deadline - start) / SCALE_MS);
+            timer = aio_timer_new(qemu_get_aio_context(), QEMU_CLOCK_REALTIME,
+                                  SCALE_MS, drbd_timer_set_flag, &tick);
+        }
+        if (!timer_pending(timer)) {
+            timer_mod(timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + 10);
+        }
+        aio_poll(qemu_get_aio_context(), true);
+        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    }
+    if (timer) {
+        timer_free(timer);
+        trace_drbd_hand_over_waited(s->bs, can, (now - start) / SCALE_MS);
+    }
+    return can;
 }
 
 static void drbd_child_perm(BlockDriverState *bs, BdrvChild *c,
@@ -1603,17 +1628,26 @@ static int GRAPH_RDLOCK drbd_inactivate(BlockDriverState *bs)
 {
     BDRVDrbdState *s = bs->opaque;
     Error *local_err = NULL;
-    bool can;
+    DrbdConnection *conn;
 
     if (drbd_conn_running(s)) {
-        qemu_mutex_lock(&s->lock);
-        can = drbd_can_hand_over_locked(s);
-        qemu_mutex_unlock(&s->lock);
-        if (!can) {
+        if (!drbd_wait_hand_over(s)) {
+            /* The message names the one peer's states (see drbd_conn()) */
+            conn = drbd_conn(s);
+            qemu_mutex_lock(&s->lock);
             error_report("drbd node '%s' (resource %s) is primary, and its "
-                         "peer is not connected with up-to-date data: it "
-                         "cannot be inactivated (a migration would lose "
-                         "writes)", drbd_name(s), s->resource);
+                         "peer was not connected with up-to-date data "
+                         "within %" PRIu64 " ms (connection %s, peer disk "
+                         "%s): it cannot hand its role over, and stays "
+                         "active and primary (a migration fails, its "
+                         "guest runs on here); start the migration's "
+                         "destination, the node's peer, and wait until "
+                         "query-drbd says it is connected and up-to-date",
+                         drbd_name(s), s->resource,
+                         drbd_hand_over_timeout_ns(s) / SCALE_MS,
+                         DrbdConnState_str(conn->cstate),
+                         DrbdDiskState_str(conn->peer_disk));
+            qemu_mutex_unlock(&s->lock);
             return -EBUSY;
         }
         qemu_bh_cancel(s->auto_demote_bh);

@@ -974,6 +974,57 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     return ret;
 }
 
+/*
+ * role=auto, for a guest request: drbd_co_auto_promote(), and while the
+ * peer is primary, wait up to ping-timeout for it to demote, then ask
+ * again (DRBD 9's auto-promote-timeout).  That is the hand-over of a
+ * live migration between two hosts' storage daemons: the destination's
+ * guest runs, and writes, as soon as the migration completes; the
+ * source's daemon demotes its node once the source VM is gone (a
+ * libvirt hook inactivates it).  set_perm's promotion does not wait: a
+ * writer may well hold a node whose peer is primary for long.
+ */
+int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote_wait(BDRVDrbdState *s,
+                                                        Error **errp)
+{
+    int64_t start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t deadline = start + drbd_ping_timeout_ns(s);
+    Error *local_err = NULL;
+    bool waited = false, primary;
+    int ret;
+
+    for (;;) {
+        ret = drbd_co_auto_promote(s, &local_err);
+        qemu_mutex_lock(&s->lock);
+        primary = drbd_peer_primary_locked(s);
+        qemu_mutex_unlock(&s->lock);
+        if (ret == 0 || !primary ||
+            qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= deadline) {
+            break;
+        }
+        error_free(local_err);
+        local_err = NULL;
+        if (!waited) {
+            waited = true;
+            trace_drbd_auto_promote_wait(s->bs,
+                                         (deadline - start) / SCALE_MS);
+        }
+        /* The peer tells its demotion (a state packet): look again */
+        while (primary && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
+            qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 10 * SCALE_MS);
+            qemu_mutex_lock(&s->lock);
+            primary = drbd_peer_primary_locked(s);
+            qemu_mutex_unlock(&s->lock);
+        }
+    }
+    if (waited) {
+        trace_drbd_auto_promote_waited(s->bs, ret,
+            (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - start) / SCALE_MS);
+    }
+    error_propagate(errp, local_err);
+    return ret;
+}
+
 /* set_perm's promotion: at once, not at the first request */
 static void coroutine_fn drbd_auto_promote_entry(void *opaque)
 {

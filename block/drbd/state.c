@@ -109,10 +109,6 @@ void drbd_set_state(BDRVDrbdState *s, DrbdConnection *conn, int role,
     if (!changed) {
         return;
     }
-    if (s->blocker_bh) {
-        /* Whether a migration could hand over may have changed */
-        qemu_bh_schedule(s->blocker_bh);
-    }
     reason = reason ?: "";
     trace_drbd_state(s->bs, DrbdRole_str(r), DrbdConnState_str(c),
                      DrbdDiskState_str(d), DrbdRole_str(pr),
