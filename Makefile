@@ -13,8 +13,9 @@
 #                 Pacemaker's Stateful agent: the harness alone; root
 #                 HA_ARGS="--hosts 2 --failovers 4" runs fewer
 #   make bench    run the benchmarks in tests/bench
-#   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local)
-#                 and the OCF agent to $(OCF_ROOT)/resource.d/qemu-drbd/drbd
+#   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local),
+#                 the OCF agent to $(OCF_ROOT)/resource.d/qemu-drbd/drbd
+#                 and the libvirt hook to $(PREFIX)/libexec/qemu-drbd
 #   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
 #                 if missing) and run each for FUZZ_SECONDS (default 60);
 #                 fails if one finds a crash (see tests/fuzz/README.rst)
@@ -118,6 +119,7 @@ install-tools:
 	install -D -m 755 tools/qemu-drbdadm $(DESTDIR)$(PREFIX)/sbin/qemu-drbdadm
 	install -D -m 644 tools/r0.res.example $(DESTDIR)$(PREFIX)/share/doc/qemu-drbd/r0.res.example
 	install -D -m 755 tools/ocf/drbd $(DESTDIR)$(OCF_ROOT)/resource.d/qemu-drbd/drbd
+	install -D -m 755 tools/qemu-drbd-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/qemu-drbd/libvirt-hook
 
 clean:
 	rm -rf $(BLD) $(CONFIGURED)
