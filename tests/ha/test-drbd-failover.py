@@ -21,8 +21,10 @@ stopped and every replica must be byte-identical (qemu-img compare).
     test-drbd-failover.py BUILD_DIR [--hosts 3,2] [--failovers 10]
                           [--kinds kill,cut] [--keep]
 
-With two hosts only kill is run (a cut makes two writers without
-fencing).  Exits non-zero on any failure; prints the failover times and
+With two hosts the resource has fencing=resource-and-stonith: the agent
+must have placed its constraint when the survivor writes, and lift it
+once the old host is up to date; only kill is run (a cut makes two
+writers without node-level fencing, see README.rst).  Exits non-zero on any failure; prints the failover times and
 "N passed, N failed" (one case per failover, one per final comparison).
 """
 
@@ -70,6 +72,10 @@ max-peers = {n - 1}
 """
     if n >= 3:
         text += "quorum = majority\non-no-quorum = io-error\n"
+    else:
+        # No third vote: the agent fences the lost peer (a constraint
+        # that keeps it from being promoted) before the survivor writes
+        text += "fencing = resource-and-stonith\n"
     for h in c.hosts.values():
         text += f"""
 [node {h.name}]
@@ -133,14 +139,26 @@ def drbd_status(c: Cluster, host: str, config: str) -> dict:
     return info
 
 
-class DrbdChecks:
-    """What the drbd cluster test checks at each failover"""
+FENCE_ID = f"drbd-fence-by-handler-{RES}-{CLONE}"
 
-    def __init__(self, c: Cluster, config: str, journal: str):
+
+class DrbdChecks:
+    """What the drbd cluster test checks at each failover; with @fencing,
+    also the agent's fencing constraint"""
+
+    def __init__(self, c: Cluster, config: str, journal: str,
+                 fencing: bool):
         self.c = c
         self.config = config
         self.journal = journal
+        self.fencing = fencing
         self.checked = 0
+
+    def fence_constraint(self, host: str) -> str:
+        """The agent's fencing constraint as the CIB has it, or ''"""
+        done = self.c.run(host, ["cibadmin", "--query", "--xpath",
+                                 f"//rsc_location[@id='{FENCE_ID}']"])
+        return done.stdout if done.returncode == 0 else ""
 
     def after_takeover(self, new: str, old: str, fault_t: float) -> None:
         """Every write acknowledged so far, on any host, is on the disk
@@ -153,6 +171,12 @@ class DrbdChecks:
         self.checked += 1
         log(f"{new}: all {n} blocks written so far hold their last "
             "acknowledged write or a later one")
+        if self.fencing:
+            # The workload wrote: the agent fenced the old primary first
+            xml = self.fence_constraint(new)
+            if f'value="{new}"' not in xml or 'operation="ne"' not in xml:
+                raise ClusterError(f"{new} writes, but the fencing "
+                                   f"constraint is not in place: {xml!r}")
 
     def after_rejoin(self, primary: str, old: str) -> None:
         """The old host is a secondary again, and up to date once its
@@ -166,6 +190,11 @@ class DrbdChecks:
 
         wait_for(f"{old} to be an up-to-date secondary", synced,
                  REJOIN_TIMEOUT, interval=1.0)
+        if self.fencing:
+            # Up to date: the primary's next monitor lifts the constraint
+            wait_for("the fencing constraint to be lifted",
+                     lambda: not self.fence_constraint(primary), 60,
+                     interval=0.5)
 
 
 def compare_replicas(c: Cluster, bld: str) -> None:
@@ -215,7 +244,7 @@ def run_cluster(n: int, bld: str, failovers: int, kinds: list[str],
         c.cib(RSC_DEFAULTS_XML)
         c.cib(resources_xml(c, bld, config, journal))
         c.cib(constraints_xml(CLONE, WORKLOAD))
-        checks = DrbdChecks(c, config, journal)
+        checks = DrbdChecks(c, config, journal, fencing=n < 3)
         loop = Loop(c, CLONE, WORKLOAD, journal, checks.after_takeover,
                     checks.after_rejoin)
         for i in range(failovers):
