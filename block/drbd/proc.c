@@ -140,7 +140,9 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
     g_string_append_printf(out, "%s: resource %s, node-id %u%s%s\n",
                            info->node_name, info->resource, info->node_id,
                            info->quorum ? "" : ", quorum:no",
-                           info->io_suspended ? ", suspended:quorum" : "");
+                           !info->io_suspended ? "" :
+                           info->quorum ? ", suspended:fencing" :
+                           ", suspended:quorum");
     g_string_append_printf(out, "%2u: cs:%s ro:%s/%s ds:%s/%s %c r%c-%c--\n",
                            minor, drbd_proc_cstate_name(info->connection),
                            drbd_proc_role_name(info->role),

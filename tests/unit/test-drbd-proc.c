@@ -174,6 +174,13 @@ static void test_format_peers(void)
         "pe:0 ua:0 oos:256\n"
         "    uuids: 8E33C2A0A4F1B7D1:0000000000000000:5A45524F45440000:"
         "0000000000000000\n");
+    g_free(out);
+
+    /* With quorum, writes wait for a peer to be fenced */
+    n.info.quorum = true;
+    out = format(0, &n.info);
+    g_assert_true(g_str_has_prefix(out, "disk0: resource r0, node-id 1, "
+                                   "suspended:fencing\n"));
 }
 
 /* The progress line of a resync with @done of @total KiB */
