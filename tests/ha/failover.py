@@ -14,10 +14,13 @@ unpromoted.  A test adds its own checks through the hooks of Loop.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
+import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -279,3 +282,80 @@ def summary(what: str, n: int, results: list[Failover], failed: int) -> str:
             f"rejoin {stats([r.rejoin_s for r in results])}; "
             f"cut-off host stopped writing {stats(stopped)}"
             f"{f', kept writing (split brain) in {split} cuts' if split else ''}")
+
+
+def run_cluster(c: Cluster, failovers: int, kinds: list[str], keep: bool,
+                setup: Callable[[Cluster], Loop],
+                finish: Optional[Callable[[Cluster], None]] = None
+                ) -> tuple[list[Failover], int, int]:
+    """Start cluster @c, let @setup configure it, run @failovers
+    failovers (faults taken in turn from @kinds), then @finish (a case of
+    its own), and stop it.  Returns the failovers and how many cases
+    passed and failed: after a failure the cluster is in an unknown
+    state, and the cases left count as failed."""
+    results: list[Failover] = []
+    finished = False
+    n = len(c.hosts)
+    try:
+        c.start()
+        log(f"{n} hosts up after {c.wait_online(REJOIN_TIMEOUT):.1f}s")
+        loop = setup(c)
+        for i in range(failovers):
+            kind = kinds[i % len(kinds)]
+            log(f"failover {i + 1}/{failovers} of {n} hosts: {kind}")
+            results.append(loop.fail_over(kind))
+        if finish:
+            finish(c)
+        finished = True
+    except Exception:
+        log(f"FAILED after {len(results)} failovers of {n} hosts")
+        traceback.print_exc()
+    finally:
+        if keep:
+            log(f"keeping {c.workdir}")
+        c.stop(keep_dir=keep)
+    extra = 1 if finish else 0
+    return (results, len(results) + (extra if finished else 0),
+            failovers - len(results) + (0 if finished else extra))
+
+
+def arg_parser(doc: str, hosts: str, kinds_help: str) -> argparse.ArgumentParser:
+    """The options of a cluster test: --hosts (default @hosts),
+    --failovers, --kinds, --workdir, --keep"""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--hosts", default=hosts,
+                    help=f"cluster sizes to test, comma-separated (default {hosts})")
+    ap.add_argument("--failovers", type=int, default=10,
+                    help="failovers per cluster (default 10)")
+    ap.add_argument("--kinds", default="kill,cut", help=kinds_help)
+    ap.add_argument("--workdir", default=None,
+                    help="where the hosts' directories go (default: a new temp dir)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the work directory (logs) at the end")
+    return ap
+
+
+def run_clusters(what: str, ap: argparse.ArgumentParser,
+                 args: argparse.Namespace,
+                 run_one: Callable[[int, list[str], str],
+                                   tuple[list[Failover], int, int]]) -> int:
+    """Run @run_one(hosts, kinds, workdir) for each cluster size of
+    --hosts; print a summary line per cluster and "N passed, N failed";
+    return the exit status"""
+    kinds = args.kinds.split(",")
+    if not set(kinds) <= {"kill", "cut"}:
+        ap.error("--kinds takes kill and cut")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="qdrbd-ha-", dir="/var/tmp")
+    lines = []
+    passed = failed = 0
+    for n in (int(x) for x in args.hosts.split(",")):
+        results, good, bad = run_one(n, kinds, workdir)
+        passed += good
+        failed += bad
+        lines.append(summary(what, n, results, bad))
+    if not args.keep and os.path.isdir(workdir) and not os.listdir(workdir):
+        os.rmdir(workdir)
+    for line in lines:
+        print(line)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0

@@ -43,7 +43,7 @@ NBD_CMD_WRITE = 1
 NBD_CMD_DISC = 2
 
 
-class NbdError(Exception):
+class NbdError(RuntimeError):
     pass
 
 

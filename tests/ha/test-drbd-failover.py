@@ -30,19 +30,16 @@ writers without node-level fencing, see README.rst).  Exits non-zero on any fail
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster import Cluster, ClusterError, wait_for  # noqa: E402
 from failover import (OCF_WRITER, REJOIN_TIMEOUT, RSC_DEFAULTS_XML,  # noqa: E402
-                      WRITER_AGENT, Failover, Loop, constraints_xml,
-                      install_agent, log, summary)
+                      WRITER_AGENT, Loop, arg_parser, constraints_xml,
+                      install_agent, log, run_cluster, run_clusters)
 from nbdwriter import Nbd, check_acked  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -221,88 +218,44 @@ def compare_replicas(c: Cluster, bld: str) -> None:
     log(f"the {len(imgs)} replicas are identical")
 
 
-def run_cluster(n: int, bld: str, failovers: int, kinds: list[str],
-                workdir: str, keep: bool) -> tuple[list[Failover], int, int]:
-    """The failovers and the final comparison on a new cluster of n
-    hosts: their results, and how many cases passed and failed"""
-    results: list[Failover] = []
-    compared = False
-    c = Cluster(n, os.path.join(workdir, f"drbd{n}"))
-    try:
-        c.start()
-        log(f"{n} hosts up after {c.wait_online(REJOIN_TIMEOUT):.1f}s")
-        config = os.path.join(c.workdir, f"{RES}.res")
-        with open(config, "w") as f:
-            f.write(resource_file(c))
-        for h in c.hosts.values():
-            subprocess.run([os.path.join(bld, "qemu-img"), "create", "-q",
-                            "-f", "drbd", "-o", f"max-peers={n - 1}",
-                            os.path.join(h.dir, RES + ".img"), str(SIZE)],
-                           check=True)
-        journal = os.path.join(c.workdir, "journal")
-        c.set_test_properties()
-        c.cib(RSC_DEFAULTS_XML)
-        c.cib(resources_xml(c, bld, config, journal))
-        c.cib(constraints_xml(CLONE, WORKLOAD))
-        checks = DrbdChecks(c, config, journal, fencing=n < 3)
-        loop = Loop(c, CLONE, WORKLOAD, journal, checks.after_takeover,
-                    checks.after_rejoin)
-        for i in range(failovers):
-            kind = kinds[i % len(kinds)]
-            log(f"failover {i + 1}/{failovers} of {n} hosts: {kind}")
-            results.append(loop.fail_over(kind))
-        compare_replicas(c, bld)
-        compared = True
-    except Exception:
-        log(f"FAILED after {len(results)} failovers of {n} hosts")
-        traceback.print_exc()
-    finally:
-        if keep:
-            log(f"keeping {c.workdir}")
-        c.stop(keep_dir=keep)
-    # The failovers not run after a failure count as failed
-    return (results, len(results) + compared,
-            failovers - len(results) + (not compared))
+def setup(c: Cluster, bld: str) -> Loop:
+    """The resource file, the images, the clone and the workload, on a
+    new cluster"""
+    n = len(c.hosts)
+    config = os.path.join(c.workdir, f"{RES}.res")
+    with open(config, "w") as f:
+        f.write(resource_file(c))
+    for h in c.hosts.values():
+        subprocess.run([os.path.join(bld, "qemu-img"), "create", "-q",
+                        "-f", "drbd", "-o", f"max-peers={n - 1}",
+                        os.path.join(h.dir, RES + ".img"), str(SIZE)],
+                       check=True)
+    journal = os.path.join(c.workdir, "journal")
+    c.set_test_properties()
+    c.cib(RSC_DEFAULTS_XML)
+    c.cib(resources_xml(c, bld, config, journal))
+    c.cib(constraints_xml(CLONE, WORKLOAD))
+    checks = DrbdChecks(c, config, journal, fencing=n < 3)
+    return Loop(c, CLONE, WORKLOAD, journal, checks.after_takeover,
+                checks.after_rejoin)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = arg_parser(__doc__, "3,2", "faults, taken in turn: kill, cut "
+                    "(default kill,cut; two hosts: kill only)")
     ap.add_argument("build", help="QEMU's build directory (qemu-img, "
                     "storage-daemon/qemu-storage-daemon)")
-    ap.add_argument("--hosts", default="3,2",
-                    help="cluster sizes to test, comma-separated (default 3,2)")
-    ap.add_argument("--failovers", type=int, default=10,
-                    help="failovers per cluster (default 10)")
-    ap.add_argument("--kinds", default="kill,cut",
-                    help="faults, taken in turn: kill, cut (default kill,cut; "
-                    "two hosts: kill only)")
-    ap.add_argument("--workdir", default=None,
-                    help="where the hosts' directories go (default: a new temp dir)")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the work directory (logs) at the end")
     args = ap.parse_args()
     bld = os.path.abspath(args.build)
-    kinds = args.kinds.split(",")
-    if not set(kinds) <= {"kill", "cut"}:
-        ap.error("--kinds takes kill and cut")
     install_agent(AGENT, OCF_AGENT)
     install_agent(WRITER_AGENT, OCF_WRITER)
-    workdir = args.workdir or tempfile.mkdtemp(prefix="qdrbd-ha-", dir="/var/tmp")
-    lines = []
-    passed = failed = 0
-    for n in (int(x) for x in args.hosts.split(",")):
-        mine = kinds if n >= 3 else ["kill"]
-        results, good, bad = run_cluster(n, bld, args.failovers, mine,
-                                         workdir, args.keep)
-        passed += good
-        failed += bad
-        lines.append(summary("drbd", n, results, bad))
-    if not args.keep and os.path.isdir(workdir) and not os.listdir(workdir):
-        os.rmdir(workdir)
-    for line in lines:
-        print(line)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    # The failovers, then the comparison of the replicas: a case each
+    return run_clusters(
+        "drbd", ap, args,
+        lambda n, kinds, workdir: run_cluster(
+            Cluster(n, os.path.join(workdir, f"drbd{n}")), args.failovers,
+            kinds if n >= 3 else ["kill"], args.keep,
+            lambda c: setup(c, bld), lambda c: compare_replicas(c, bld)))
 
 
 if __name__ == "__main__":
