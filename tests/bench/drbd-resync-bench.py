@@ -86,6 +86,10 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'ha'))
+from nbdwriter import Nbd  # noqa: E402
+
 MiB = 1024 * 1024
 
 
@@ -561,48 +565,19 @@ def measure_resync(workdir, ports, size, opts, fill=True):
 
 
 
-class NbdGuest:
+class NbdGuest(Nbd):
     """
     A guest that writes 4 KiB at a time at queue depth 1 into an NBD
-    export (fixed newstyle, NBD_OPT_EXPORT_NAME, simple replies) and
-    records when each write ended and how long it took: a writer that
-    goes on without a gap for as long as it is asked to
+    export (tests/ha/nbdwriter.py's client) and records when each write
+    ended and how long it took: a writer that goes on without a gap for
+    as long as it is asked to
     """
 
     def __init__(self, path, name):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        hello = self.recv(18)
-        if hello[:16] != b'NBDMAGICIHAVEOPT':
-            raise RuntimeError('not an NBD server (fixed newstyle)')
-        # NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES
-        self.sock.sendall(struct.pack('>I', 3))
-        opt = name.encode()
-        self.sock.sendall(b'IHAVEOPT' + struct.pack('>II', 1, len(opt)) +
-                          opt)
-        self.size, _ = struct.unpack('>QH', self.recv(10))
-        self.cookie = 0
+        super().__init__(path, name)
         self.buf = bytes([0xa5]) * 4096
         self.stop = threading.Event()
         self.log = []
-
-    def recv(self, n):
-        data = b''
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise RuntimeError('the NBD server closed the connection')
-            data += chunk
-        return data
-
-    def write(self, offset):
-        self.cookie += 1
-        # NBD_REQUEST_MAGIC, no flags, NBD_CMD_WRITE
-        self.sock.sendall(struct.pack('>IHHQQI', 0x25609513, 0, 1,
-                                      self.cookie, offset, 4096) + self.buf)
-        magic, err, cookie = struct.unpack('>IIQ', self.recv(16))
-        if magic != 0x67446698 or err or cookie != self.cookie:
-            raise RuntimeError(f'NBD write failed: error {err}')
 
     def run(self, count):
         """Up to @count writes, 8 KiB apart, until told to stop"""
@@ -611,17 +586,10 @@ class NbdGuest:
             if self.stop.is_set():
                 break
             t = time.monotonic()
-            self.write(offset)
+            self.write(offset, self.buf)
             end = time.monotonic()
             self.log.append((end, end - t))
             offset = (offset + 8192) % (self.size - 4096)
-
-    def close(self):
-        with contextlib.suppress(OSError):
-            # NBD_CMD_DISC
-            self.sock.sendall(struct.pack('>IHHQQI', 0x25609513, 0, 2, 0,
-                                          0, 0))
-        self.sock.close()
 
 
 def measure_pace(workdir, ports, size, opts):
