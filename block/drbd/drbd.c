@@ -2155,6 +2155,26 @@ static QemuOptsList drbd_amend_opts = {
     }
 };
 
+/* A node id amend option @name: into *@id if given (else -1) */
+static int drbd_amend_node_id(QemuOpts *opts, const char *name, int64_t *id,
+                              Error **errp)
+{
+    uint64_t v;
+
+    *id = -1;
+    if (!qemu_opt_find(opts, name)) {
+        return 0;
+    }
+    v = qemu_opt_get_number(opts, name, 0);
+    if (v > 31) {
+        error_setg(errp, "%s must be between 0 and 31, not %" PRIu64, name,
+                   v);
+        return -EINVAL;
+    }
+    *id = v;
+    return 0;
+}
+
 /*
  * qemu-img amend: more bitmap slots (meta.c), with the node alone: no
  * peer (qemu-img amend -f drbd IMG opens none) and no guest I/O
@@ -2165,8 +2185,8 @@ drbd_amend_options(BlockDriverState *bs, QemuOpts *opts,
                    bool force, Error **errp)
 {
     BDRVDrbdState *s = bs->opaque;
-    uint64_t max_peers, id;
-    int64_t node_id = -1, peer_node_id = -1;
+    uint64_t max_peers;
+    int64_t node_id, peer_node_id;
 
     if (!qemu_opt_find(opts, DRBD_OPT_MAX_PEERS)) {
         if (qemu_opt_find(opts, DRBD_OPT_NODE_ID) ||
@@ -2195,23 +2215,10 @@ drbd_amend_options(BlockDriverState *bs, QemuOpts *opts,
                    DRBD_MD_MAX_PEERS, max_peers);
         return -EINVAL;
     }
-    if (qemu_opt_find(opts, DRBD_OPT_NODE_ID)) {
-        id = qemu_opt_get_number(opts, DRBD_OPT_NODE_ID, 0);
-        if (id > 31) {
-            error_setg(errp, "node-id must be between 0 and 31, not %"
-                       PRIu64, id);
-            return -EINVAL;
-        }
-        node_id = id;
-    }
-    if (qemu_opt_find(opts, DRBD_OPT_PEER_NODE_ID)) {
-        id = qemu_opt_get_number(opts, DRBD_OPT_PEER_NODE_ID, 0);
-        if (id > 31) {
-            error_setg(errp, "peer-node-id must be between 0 and 31, not %"
-                       PRIu64, id);
-            return -EINVAL;
-        }
-        peer_node_id = id;
+    if (drbd_amend_node_id(opts, DRBD_OPT_NODE_ID, &node_id, errp) < 0 ||
+        drbd_amend_node_id(opts, DRBD_OPT_PEER_NODE_ID, &peer_node_id,
+                           errp) < 0) {
+        return -EINVAL;
     }
     if (max_peers == s->md.sb.max_peers && node_id < 0 &&
         peer_node_id < 0) {

@@ -985,6 +985,15 @@ not_drbd:
     return -EINVAL;
 }
 
+/* Zeroes over @bytes of the metadata from @offset, on disk when it returns */
+static int GRAPH_RDLOCK drbd_md_zero(BDRVDrbdState *s, uint64_t offset,
+                                     uint64_t bytes)
+{
+    int ret = bdrv_pwrite_zeroes(s->md.child, offset, bytes, 0);
+
+    return ret < 0 ? ret : bdrv_flush(s->md.child->bs);
+}
+
 /*
  * The open succeeded: the metadata says from now on that the node runs
  * (no clean activity log).  Only for a writable node.
@@ -1003,12 +1012,9 @@ int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp)
             ret = bdrv_flush(s->md.child->bs);
         }
         if (ret == 0) {
-            ret = bdrv_pwrite_zeroes(s->md.child, s->md.sb.al_offset,
-                                     (int64_t)s->md.sb.al_blocks *
-                                     DRBD_MD_BLOCK_SIZE, 0);
-        }
-        if (ret == 0) {
-            ret = bdrv_flush(s->md.child->bs);
+            ret = drbd_md_zero(s, s->md.sb.al_offset,
+                               (uint64_t)s->md.sb.al_blocks *
+                               DRBD_MD_BLOCK_SIZE);
         }
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Could not reset the activity log "
@@ -1313,12 +1319,8 @@ int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
     old_end = s->md.sb.bm_offset + s->md.sb.max_peers * bm_bytes;
     if (l.placement == DRBD_MD_EXTERNAL) {
         /* The new slots are past everything of the old metadata */
-        ret = bdrv_pwrite_zeroes(s->md.child, old_end,
-                                 (max_peers - s->md.sb.max_peers) * bm_bytes,
-                                 0);
-        if (ret == 0) {
-            ret = bdrv_flush(s->md.child->bs);
-        }
+        ret = drbd_md_zero(s, old_end,
+                           (max_peers - s->md.sb.max_peers) * bm_bytes);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Could not write the new bitmap "
                              "slots of '%s'", name);
@@ -1366,11 +1368,7 @@ int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
 
     if (l.placement == DRBD_MD_INTERNAL) {
         /* The old activity log and superblock, in the new slots now */
-        ret = bdrv_pwrite_zeroes(s->md.child, old_end,
-                                 l.sb_offset - old_end, 0);
-        if (ret == 0) {
-            ret = bdrv_flush(s->md.child->bs);
-        }
+        ret = drbd_md_zero(s, old_end, l.sb_offset - old_end);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Could not clear the new bitmap "
                              "slots of '%s'", name);
