@@ -346,6 +346,54 @@ static int coroutine_fn drbd_co_request_promotion(BDRVDrbdState *s,
 }
 
 /*
+ * Sleep @ms at a time until @done(@s, @opaque), called with s->lock,
+ * says so, or the realtime clock reaches @deadline (ns); returns what
+ * @done said last.  For the waits on a peer's state that no event wakes:
+ * a coroutine in the node's context.
+ */
+static bool coroutine_fn
+drbd_co_poll(BDRVDrbdState *s, int64_t deadline, unsigned ms,
+             bool (*done)(BDRVDrbdState *s, void *opaque), void *opaque)
+{
+    bool ok;
+
+    for (;;) {
+        qemu_mutex_lock(&s->lock);
+        ok = done(s, opaque);
+        qemu_mutex_unlock(&s->lock);
+        if (ok || qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= deadline) {
+            return ok;
+        }
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, ms * SCALE_MS);
+    }
+}
+
+/* The peers that were connected before a reconnect, and their sessions */
+typedef struct DrbdReconnect {
+    uint64_t gen[DRBD_PEERS_MAX];
+    bool was[DRBD_PEERS_MAX];
+} DrbdReconnect;
+
+/* Whether each of them is connected again, in a new session */
+static bool drbd_peers_back_locked(BDRVDrbdState *s, void *opaque)
+{
+    DrbdReconnect *r = opaque;
+    unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
+                    DRBD_CONN_RESYNCING;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (r->was[i] && (c->seq_gen == r->gen[i] ||
+                          !(DRBD_CONN_BIT(c->cstate) & mask))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
  * Drop the peers for a new handshake, and wait until those that were
  * connected are again (up to twice ping-timeout), so that the node's
  * first writes as primary find its peers, and its quorum, back.  A
@@ -356,32 +404,18 @@ static void coroutine_fn drbd_co_reconnect_peers(BDRVDrbdState *s,
 {
     int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                        2 * drbd_ping_timeout_ns(s);
-    unsigned mask = DRBD_CONN_BIT(DRBD_CONN_STATE_CONNECTED) |
-                    DRBD_CONN_RESYNCING;
-    uint64_t gen[DRBD_PEERS_MAX];
-    bool was[DRBD_PEERS_MAX];
-    bool back;
+    DrbdReconnect r;
     unsigned i;
 
     qemu_mutex_lock(&s->lock);
     for (i = 0; i < s->nr_conns; i++) {
-        was[i] = !!s->conns[i]->peer;
-        gen[i] = s->conns[i]->seq_gen;
+        r.was[i] = !!s->conns[i]->peer;
+        r.gen[i] = s->conns[i]->seq_gen;
     }
     qemu_mutex_unlock(&s->lock);
     drbd_peers_fail(s, reason);
-    do {
-        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 5 * SCALE_MS);
-        back = true;
-        qemu_mutex_lock(&s->lock);
-        for (i = 0; i < s->nr_conns; i++) {
-            DrbdConnection *c = s->conns[i];
-
-            back &= !was[i] || (c->seq_gen != gen[i] &&
-                                (DRBD_CONN_BIT(c->cstate) & mask));
-        }
-        qemu_mutex_unlock(&s->lock);
-    } while (!back && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline);
+    qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 5 * SCALE_MS);
+    drbd_co_poll(s, deadline, 5, drbd_peers_back_locked, &r);
 }
 
 /*
@@ -974,6 +1008,11 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote(BDRVDrbdState *s,
     return ret;
 }
 
+static bool drbd_no_peer_primary_locked(BDRVDrbdState *s, void *opaque)
+{
+    return !drbd_peer_primary_locked(s);
+}
+
 /*
  * role=auto, for a guest request: drbd_co_auto_promote(), and while the
  * peer is primary, wait up to ping-timeout for it to demote, then ask
@@ -1010,12 +1049,7 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_auto_promote_wait(BDRVDrbdState *s,
                                          (deadline - start) / SCALE_MS);
         }
         /* The peer tells its demotion (a state packet): look again */
-        while (primary && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
-            qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, 10 * SCALE_MS);
-            qemu_mutex_lock(&s->lock);
-            primary = drbd_peer_primary_locked(s);
-            qemu_mutex_unlock(&s->lock);
-        }
+        drbd_co_poll(s, deadline, 10, drbd_no_peer_primary_locked, NULL);
     }
     if (waited) {
         trace_drbd_auto_promote_waited(s->bs, ret,
