@@ -859,18 +859,20 @@ int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp)
 int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write)
 {
     const char *what = write ? "write" : "read";
+    /* Writes wait for a peer to be fenced; reads of the newest data not */
+    bool fenced = write;
     unsigned present;
     uint64_t gen;
     bool fencing = false;
     int ret = 0;
 
     if ((!s->quorum.need || qatomic_read(&s->quorum.has)) &&
-        !(write && qatomic_read(&s->fence_suspended))) {
+        !(fenced && qatomic_read(&s->fence_suspended))) {
         return 0;
     }
     qemu_mutex_lock(&s->lock);
     gen = s->quorum.resume_gen;
-    while (!s->quorum.has || (write && s->fence_suspended)) {
+    while (!s->quorum.has || (fenced && s->fence_suspended)) {
         DrbdQuorumWaiter w = { .co = qemu_coroutine_self() };
 
         fencing = s->quorum.has;
