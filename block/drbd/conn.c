@@ -619,6 +619,57 @@ void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s)
     qemu_co_mutex_unlock(&s->gen_lock);
 }
 
+/* Options that a reopen gave, taken or dropped: free them */
+void drbd_conn_options_free(DrbdConnection *next)
+{
+    if (next) {
+        drbd_secure_close(next);
+        drbd_conn_free(next);
+    }
+}
+
+#define DRBD_SWAP(a, b) \
+    do { __typeof__(a) tmp_ = (a); (a) = (b); (b) = tmp_; } while (0)
+
+/*
+ * Take the options that a reopen changed (drbd_conn_adjust()), between two
+ * connections: no peer runs, and nothing else reads the handshake's and
+ * the peer's options
+ */
+static void drbd_conn_take_options(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    DrbdConnection *next;
+
+    qemu_mutex_lock(&s->lock);
+    next = conn->next_options;
+    conn->next_options = NULL;
+    if (next) {
+        assert(!conn->peer);
+        conn->protocol = next->protocol;
+        conn->ping_interval_ns = next->ping_interval_ns;
+        conn->ping_timeout_ns = next->ping_timeout_ns;
+        conn->max_epoch_size = next->max_epoch_size;
+        conn->max_buffers = next->max_buffers;
+        conn->sb_cfg = next->sb_cfg;
+        conn->integrity = next->integrity;
+        conn->verify_alg = next->verify_alg;
+        conn->csums_alg = next->csums_alg;
+        conn->auth_digest = next->auth_digest;
+        /* The secrets change hands: the old ones go with @next */
+        DRBD_SWAP(conn->tls_creds, next->tls_creds);
+        DRBD_SWAP(conn->tls_authz, next->tls_authz);
+        DRBD_SWAP(conn->tls_hostname, next->tls_hostname);
+        DRBD_SWAP(conn->auth_key, next->auth_key);
+        DRBD_SWAP(conn->auth_key_len, next->auth_key_len);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (next) {
+        trace_drbd_conn_options_taken(s, conn->peer_node_id);
+        drbd_conn_options_free(next);
+    }
+}
+
 static void coroutine_fn drbd_conn_co(void *opaque)
 {
     DrbdConnection *conn = opaque;
@@ -631,6 +682,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
         bool again_now = false;
 
         drbd_co_rehome(s);
+        drbd_conn_take_options(conn);
         if (conn->connect_held) {
             /* After a split brain: stand alone until drbd-connect */
             drbd_set_state(s, conn, -1, DRBD_CONN_STATE_STANDALONE, -1, -1, -1,
@@ -729,6 +781,74 @@ static void drbd_conn_cut(DrbdConnection *conn, const char *reason)
         object_unref(hs_data);
         object_unref(hs_meta);
     }
+}
+
+/*
+ * A reopen changed @conn's options (main loop, the node drained): the
+ * resync's apply at once; with @reconnect, the connection breaks and the
+ * manager takes the others, which the handshake agrees on, before it
+ * connects again (a primary writes on meanwhile, its writes marked out of
+ * sync).  @next is a connection that never runs, made by
+ * drbd_apply_conn_options() with the new options; this takes it.
+ */
+void drbd_conn_adjust(DrbdConnection *conn, DrbdConnection *next,
+                      bool reconnect)
+{
+    BDRVDrbdState *s = conn->s;
+    DrbdConnection *old;
+
+    if (next->tls_creds) {
+        /* As drbd_conn_start_one(): the channels may become TLS anywhere */
+        object_class_by_name(TYPE_QIO_CHANNEL_TLS);
+    }
+    qemu_mutex_lock(&s->lock);
+    conn->connect_interval_ns = next->connect_interval_ns;
+    conn->pace = next->pace;
+    old = conn->next_options;
+    conn->next_options = reconnect ? next : NULL;
+    qemu_mutex_unlock(&s->lock);
+    drbd_conn_options_free(old);
+    if (!reconnect) {
+        drbd_conn_options_free(next);
+        return;
+    }
+    trace_drbd_conn_adjust(s, conn->peer_node_id);
+    drbd_conn_cut(conn, "its options changed: connecting again");
+    /* A manager asleep between two attempts takes them now */
+    drbd_sleep_wake(s, &conn->conn_sleep, false);
+}
+
+/*
+ * drbd-disconnect: break the connection to the peer @peer_node_id (-1:
+ * to every peer) and stand alone until drbd-connect
+ */
+int drbd_disconnect(BDRVDrbdState *s, int peer_node_id, Error **errp)
+{
+    bool found = false;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *conn = s->conns[i];
+
+        if (peer_node_id >= 0 && conn->peer_node_id != peer_node_id) {
+            continue;
+        }
+        found = true;
+        qemu_mutex_lock(&s->lock);
+        conn->connect_held = true;
+        conn->held_reason = "disconnected by drbd-disconnect: waiting for "
+                            "drbd-connect";
+        qemu_mutex_unlock(&s->lock);
+        trace_drbd_disconnect(s, conn->peer_node_id);
+        drbd_conn_cut(conn, "disconnected by drbd-disconnect");
+        drbd_sleep_wake(s, &conn->conn_sleep, false);
+    }
+    if (!found) {
+        error_setg(errp, "drbd node '%s' has no peer with node-id %d",
+                   drbd_name(s), peer_node_id);
+        return -ENOENT;
+    }
+    return 0;
 }
 
 /*

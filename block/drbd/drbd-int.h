@@ -347,6 +347,12 @@ struct DrbdConnection {
     uint32_t integrity;             /* data-integrity-alg: DRBD_DIGEST_* */
     uint32_t verify_alg;            /* verify-alg: DRBD_DIGEST_* */
     uint32_t csums_alg;             /* csums-alg: DRBD_DIGEST_* */
+    /*
+     * The options above as a reopen changed them (drbd_conn_adjust()),
+     * in a connection of their own that never runs: the manager takes
+     * them before it connects again.  Under s->lock.
+     */
+    DrbdConnection *next_options;
 
     /* The connection and the peer's state */
     DrbdConnState cstate;
@@ -376,7 +382,8 @@ struct DrbdConnection {
      */
     bool fence_candidate;
     bool fence_pending;
-    bool connect_held;          /* split brain: wait for drbd-connect */
+    /* A split brain or drbd-disconnect: wait for drbd-connect */
+    bool connect_held;
     const char *held_reason;    /* why, for the state change */
     /*
      * Our role changes, asked of the peer (role.c): one STATE_REQ at a
@@ -535,8 +542,9 @@ struct BDRVDrbdState {
      * passed-on error, were logged (once per streak).
      */
     DrbdOnIoError on_io_error;
-    uint64_t disk_timeout_ns;   /* disk-timeout, fixed at open; 0: none */
-    DrbdReadBalancing read_balancing;   /* fixed at open */
+    /* disk-timeout (0: none) and read-balancing; a reopen changes them */
+    uint64_t disk_timeout_ns;
+    DrbdReadBalancing read_balancing;
     /*
      * Guest requests cover whole 4 KiB bitmap blocks (the block layer
      * reads around the others): set, in the main loop, when a sync
@@ -1127,6 +1135,10 @@ void drbd_conn_stop(BDRVDrbdState *s);
 bool drbd_conn_running(BDRVDrbdState *s);
 void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx);
 void drbd_connect_again(BDRVDrbdState *s, bool discard_my_data);
+int drbd_disconnect(BDRVDrbdState *s, int peer_node_id, Error **errp);
+void drbd_conn_adjust(DrbdConnection *conn, DrbdConnection *next,
+                      bool reconnect);
+void drbd_conn_options_free(DrbdConnection *next);
 
 /* role.c */
 void drbd_announce_role(BDRVDrbdState *s);

@@ -98,6 +98,22 @@ void qmp_drbd_connect(const char *node_name, bool has_discard_my_data,
     drbd_connect_again(s, has_discard_my_data && discard_my_data);
 }
 
+void qmp_drbd_disconnect(const char *node_name, bool has_peer_node_id,
+                         uint8_t peer_node_id, Error **errp)
+{
+    BDRVDrbdState *s = drbd_find(node_name, errp);
+
+    if (!s) {
+        return;
+    }
+    if (!drbd_replicates(s)) {
+        error_setg(errp, "drbd node '%s' has no peer to disconnect from",
+                   node_name);
+        return;
+    }
+    drbd_disconnect(s, has_peer_node_id ? peer_node_id : -1, errp);
+}
+
 void coroutine_fn qmp_drbd_invalidate(const char *node_name, Error **errp)
 {
     BDRVDrbdState *s = drbd_find(node_name, errp);

@@ -425,8 +425,10 @@ static void drbd_free_state(BDRVDrbdState *s)
     drbd_oos_free(s);
     drbd_recent_free(s);
     while (s->nr_conns) {
-        drbd_secure_close(s->conns[s->nr_conns - 1]);
-        drbd_conn_free(s->conns[--s->nr_conns]);
+        DrbdConnection *conn = s->conns[--s->nr_conns];
+
+        drbd_conn_options_free(conn->next_options);
+        drbd_conn_options_free(conn);
     }
     qapi_free_BlockdevOptionsDrbd(s->opts);
     g_free(s->resource);
@@ -1784,7 +1786,9 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
         } \
     } while (0)
     DRBD_DEFAULT(node_id, 0);
-    DRBD_DEFAULT(peer_node_id, o->node_id == 0 ? 1 : 0);
+    if (!o->peers) {
+        DRBD_DEFAULT(peer_node_id, o->node_id == 0 ? 1 : 0);
+    }
     DRBD_DEFAULT(role, DRBD_ROLE_OPTION_AUTO);
     DRBD_DEFAULT(protocol, DRBD_PROTOCOL_C);
     DRBD_DEFAULT(connect_interval, DRBD_DEFAULT_CONNECT_INTERVAL_MS);
@@ -1823,8 +1827,107 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
 }
 
 /*
- * Reopen: the drbd options stay as they are (none can change on a
- * running node); read-only is allowed for a node that does not
+ * The options that a reopen may change on a running node, as ``drbdadm
+ * adjust`` does; the others are the node's identity, its peers and its
+ * metadata, and change only by a close and an open.  Those of the
+ * handshake and of the peers' connections need a new connection
+ * (drbd_conn_adjust()).
+ */
+static const char *const drbd_adjust_at_once[] = {
+    "connect-interval", "resync-rate", "c-plan-ahead", "c-fill-target",
+    "c-delay-target", "c-max-rate", "c-min-rate", "wfc-timeout",
+    "on-io-error", "disk-timeout", "read-balancing", "fencing",
+};
+static const char *const drbd_adjust_reconnect[] = {
+    "protocol", "ping-interval", "ping-timeout", "max-epoch-size",
+    "max-buffers", "after-sb-0pri", "after-sb-1pri", "after-sb-2pri",
+    "secret", "cram-hmac-alg", "tls-creds", "tls-authz", "tls-hostname",
+    "data-integrity-alg", "csums-alg", "verify-alg",
+};
+
+/* A reopen's new options, from its prepare to its commit or abort */
+typedef struct DrbdReopen {
+    BlockdevOptionsDrbd *opts;
+    bool reconnect;
+    /* Per connection, the new options (drbd_conn_adjust()) */
+    DrbdConnection *next[DRBD_PEERS_MAX];
+} DrbdReopen;
+
+static void drbd_reopen_free(DrbdReopen *r)
+{
+    unsigned i;
+
+    if (r) {
+        for (i = 0; i < DRBD_PEERS_MAX; i++) {
+            drbd_conn_options_free(r->next[i]);
+        }
+        qapi_free_BlockdevOptionsDrbd(r->opts);
+        g_free(r);
+    }
+}
+
+static bool drbd_str_in(const char *key, const char *const *list,
+                        size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (!strcmp(key, list[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Which options @opts changes, from those the node runs with: 0 none, 1
+ * some that apply at once, 2 some that need a new connection, or -EINVAL
+ * for one that cannot change on a running node
+ */
+static int drbd_options_changed(BDRVDrbdState *s, BlockdevOptionsDrbd *opts,
+                                Error **errp)
+{
+    g_autoptr(QDict) old = drbd_options_effective(s, s->opts);
+    g_autoptr(QDict) new = drbd_options_effective(s, opts);
+    const QDictEntry *e;
+    int changed = 0;
+
+    /* An option left out is its default: a change too */
+    for (e = qdict_first(old); e; e = qdict_next(old, e)) {
+        if (!qdict_haskey(new, qdict_entry_key(e))) {
+            qdict_put_null(new, qdict_entry_key(e));
+        }
+    }
+    for (e = qdict_first(new); e; e = qdict_next(new, e)) {
+        const char *key = qdict_entry_key(e);
+        QObject *was = qdict_get(old, key);
+
+        if (was && qobject_is_equal(was, qdict_entry_value(e))) {
+            continue;
+        }
+        if (drbd_str_in(key, drbd_adjust_reconnect,
+                        ARRAY_SIZE(drbd_adjust_reconnect))) {
+            changed = 2;
+        } else if (drbd_str_in(key, drbd_adjust_at_once,
+                               ARRAY_SIZE(drbd_adjust_at_once))) {
+            changed = MAX(changed, 1);
+        } else {
+            error_setg(errp, "drbd option '%s' cannot be changed on a "
+                       "running node", key);
+            error_append_hint(errp, "A reopen (drbdadm adjust) may change "
+                              "the net, resync and disk-error options; "
+                              "the node's identity, its peers, its role, "
+                              "its metadata and the quorum change only by "
+                              "closing and opening the node again.\n");
+            return -EINVAL;
+        }
+    }
+    return changed;
+}
+
+/*
+ * Reopen: the options that a running node may change (drbd_options_changed(),
+ * as ``drbdadm adjust``); read-only is allowed for a node that does not
  * replicate, and so is read-write again.
  */
 static int GRAPH_UNLOCKED
@@ -1833,10 +1936,11 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
 {
     BDRVDrbdState *s = state->bs->opaque;
     g_autoptr(BlockdevOptionsDrbd) opts = NULL;
-    g_autoptr(QDict) old = NULL;
-    g_autoptr(QDict) new = NULL;
-    const QDictEntry *e;
+    DrbdPeerOptionsList *po;
+    DrbdReopen *r;
     QString *file;
+    unsigned i;
+    int changed;
 
     /*
      * The metadata was read from (or beside) this file child, and is
@@ -1858,26 +1962,35 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
     if (!opts) {
         return -EINVAL;
     }
-    old = drbd_options_effective(s, s->opts);
-    new = drbd_options_effective(s, opts);
-    for (e = qdict_first(new); e; e = qdict_next(new, e)) {
-        QObject *was = qdict_get(old, qdict_entry_key(e));
-
-        if (!was || !qobject_is_equal(was, qdict_entry_value(e))) {
-            error_setg(errp, "drbd option '%s' cannot be changed by a "
-                       "reopen", qdict_entry_key(e));
-            error_append_hint(errp, "Give the options the node was opened "
-                              "with; to change them, close and open it "
-                              "again.\n");
-            return -EINVAL;
-        }
+    changed = drbd_options_changed(s, opts, errp);
+    if (changed < 0) {
+        return changed;
     }
-    for (e = qdict_first(old); e; e = qdict_next(old, e)) {
-        if (!qdict_haskey(new, qdict_entry_key(e))) {
-            error_setg(errp, "drbd option '%s' cannot be changed by a "
-                       "reopen", qdict_entry_key(e));
+    if (changed) {
+        /*
+         * Check the new options as an open would, on connections that
+         * never run: the peers and addresses are the same (above)
+         */
+        r = g_new0(DrbdReopen, 1);
+        r->reconnect = changed == 2;
+        for (i = 0, po = opts->peers; i < s->nr_conns;
+             i++, po = po ? po->next : NULL) {
+            r->next[i] = drbd_conn_new(s, s->conns[i]->peer_node_id);
+            if (drbd_apply_conn_options(r->next[i], opts,
+                                        po ? po->value : NULL, errp) < 0) {
+                drbd_reopen_free(r);
+                return -EINVAL;
+            }
+        }
+        if (opts->has_disk_timeout &&
+            opts->disk_timeout > DRBD_MAX_DISK_TIMEOUT_MS) {
+            error_setg(errp, "disk-timeout must be at most %d ms",
+                       DRBD_MAX_DISK_TIMEOUT_MS);
+            drbd_reopen_free(r);
             return -EINVAL;
         }
+        r->opts = g_steal_pointer(&opts);
+        state->opaque = r;
     }
     if (drbd_replicates(s) && !(state->flags & BDRV_O_RDWR)) {
         error_setg(errp, "drbd node '%s' replicates to a peer: it cannot "
@@ -1905,6 +2018,32 @@ drbd_reopen_prepare(BDRVReopenState *state, BlockReopenQueue *queue,
     return 0;
 }
 
+/* A reopen's new options (drbd_reopen_prepare()) take effect */
+static void drbd_adjust(BDRVDrbdState *s, DrbdReopen *r)
+{
+    BlockdevOptionsDrbd *o = r->opts;
+    unsigned i;
+
+    trace_drbd_adjust(s, r->reconnect);
+    qatomic_set(&s->on_io_error, o->has_on_io_error ? o->on_io_error :
+                DRBD_ON_IO_ERROR_DETACH);
+    qatomic_set(&s->disk_timeout_ns, (uint64_t)(o->has_disk_timeout ?
+                                                o->disk_timeout : 0) *
+                SCALE_MS);
+    qatomic_set(&s->read_balancing, o->has_read_balancing ?
+                o->read_balancing : DRBD_READ_BALANCING_PREFER_LOCAL);
+    qemu_mutex_lock(&s->lock);
+    s->fencing = o->has_fencing ? o->fencing : DRBD_FENCING_DONT_CARE;
+    qemu_mutex_unlock(&s->lock);
+    for (i = 0; i < s->nr_conns; i++) {
+        drbd_conn_adjust(s->conns[i], g_steal_pointer(&r->next[i]),
+                         r->reconnect);
+    }
+    drbd_resync_set_rate(s, o->has_resync_rate ? o->resync_rate : 0);
+    qapi_free_BlockdevOptionsDrbd(s->opts);
+    s->opts = g_steal_pointer(&r->opts);
+}
+
 static void GRAPH_UNLOCKED drbd_reopen_commit(BDRVReopenState *state)
 {
     BlockDriverState *bs = state->bs;
@@ -1913,6 +2052,11 @@ static void GRAPH_UNLOCKED drbd_reopen_commit(BDRVReopenState *state)
                     BDRV_O_RDWR;
     Error *local_err = NULL;
 
+    if (state->opaque) {
+        drbd_adjust(s, state->opaque);
+        drbd_reopen_free(state->opaque);
+        state->opaque = NULL;
+    }
     GRAPH_RDLOCK_GUARD_MAINLOOP();
     if (s->md.reopen_closed) {
         s->md.reopen_closed = false;
@@ -1927,6 +2071,9 @@ static void GRAPH_UNLOCKED drbd_reopen_abort(BDRVReopenState *state)
 {
     BDRVDrbdState *s = state->bs->opaque;
     Error *local_err = NULL;
+
+    drbd_reopen_free(state->opaque);
+    state->opaque = NULL;
 
     GRAPH_RDLOCK_GUARD_MAINLOOP();
     if (s->md.reopen_closed) {
