@@ -876,6 +876,8 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
 int GRAPH_RDLOCK drbd_md_open_commit(BDRVDrbdState *s, Error **errp);
 int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
+int coroutine_fn GRAPH_RDLOCK
+drbd_md_co_resize(BDRVDrbdState *s, uint64_t size, Error **errp);
 int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
                               int64_t node_id, int64_t peer_node_id,
                               Error **errp);

@@ -1463,6 +1463,55 @@ drbd_co_getlength(BlockDriverState *bs)
 }
 
 /*
+ * qemu-img resize -f drbd and block_resize: the data and its metadata
+ * (drbd_md_co_resize()), on a node without peers; a node that replicates
+ * would have to resize every peer with it
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
+                 PreallocMode prealloc, BdrvRequestFlags flags, Error **errp)
+{
+    BDRVDrbdState *s = bs->opaque;
+
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "a drbd node resizes with preallocation=off only");
+        return -ENOTSUP;
+    }
+    if (offset == s->size) {
+        return 0;
+    }
+    if (!QEMU_IS_ALIGNED(offset, DRBD_WIRE_ALIGN)) {
+        error_setg(errp, "a drbd node's size must be a multiple of %d bytes",
+                   DRBD_WIRE_ALIGN);
+        return -EINVAL;
+    }
+    if (drbd_replicates(s)) {
+        error_setg(errp, "drbd node '%s' replicates to peers: it cannot be "
+                   "resized while it runs", drbd_name(s));
+        error_append_hint(errp, "Stop every node of the resource, resize "
+                          "each image to the same size with 'qemu-img "
+                          "resize -f drbd', and start them again.\n");
+        return -ENOTSUP;
+    }
+    if (!s->md.child) {
+        /* meta-disk=none: the data alone */
+        int ret = bdrv_co_truncate(bs->file, offset, exact, prealloc, 0,
+                                   errp);
+
+        if (ret == 0) {
+            s->size = offset;
+        }
+        return ret;
+    }
+    if (!s->md.writable || s->md.failed) {
+        error_setg(errp, "drbd node '%s' cannot write its metadata",
+                   drbd_name(s));
+        return -EACCES;
+    }
+    return drbd_md_co_resize(s, offset, errp);
+}
+
+/*
  * Whether a live migration can hand the primary role over now: a
  * secondary has nothing to hand over; a primary needs a connected peer
  * whose data is up to date (the destination is that peer, which applies
@@ -2393,6 +2442,7 @@ static BlockDriver bdrv_drbd = {
     .bdrv_co_flush              = drbd_co_flush,
     .bdrv_co_block_status       = drbd_co_block_status,
     .bdrv_co_getlength          = drbd_co_getlength,
+    .bdrv_co_truncate           = drbd_co_truncate,
 
     .bdrv_drain_begin           = drbd_drain_begin,
     .bdrv_drain_end             = drbd_drain_end,

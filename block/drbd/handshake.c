@@ -611,6 +611,9 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         error_setg(errp, "the peer's disk has %" PRIu64 " bytes, this "
                    "node's %" PRIu64 ": the sizes must be equal",
                    theirs.disk_size, s->size);
+        error_append_hint(errp, "Stop the node whose image is smaller and "
+                          "resize it with 'qemu-img resize -f drbd' to the "
+                          "other's size.\n");
         return -EINVAL;
     }
     if (theirs.protocol != conn->protocol) {

@@ -267,6 +267,47 @@ int drbd_md_layout_grow(const DrbdSuperblock *sb, uint64_t image_len,
     return 0;
 }
 
+int drbd_md_layout_resize(const DrbdSuperblock *sb, uint64_t image_len,
+                          uint64_t data_size, DrbdMdLayout *out,
+                          Error **errp)
+{
+    DrbdMdLayout old, l;
+    uint64_t md_start;
+
+    if (drbd_md_layout_check(sb, image_len, &old, errp) < 0 ||
+        layout_args_valid(data_size, sb->al_extents, sb->max_peers,
+                          errp) < 0) {
+        return -EINVAL;
+    }
+    l = old;
+    l.data_size = data_size;
+    l.bm_bytes = drbd_md_bm_bytes(data_size);
+    if (old.placement == DRBD_MD_EXTERNAL) {
+        l.bm_offset = ROUND_UP(image_len, BLOCK);
+        l.image_size = l.bm_offset + l.max_peers * l.bm_bytes;
+    } else if (data_size >= old.data_size) {
+        l.bm_offset = ROUND_UP(MAX(data_size, image_len + BLOCK), BLOCK);
+        l.al_offset = l.bm_offset + l.max_peers * l.bm_bytes;
+        l.sb_offset = l.al_offset + AL_BYTES;
+        l.image_size = l.sb_offset + BLOCK;
+    } else {
+        if (drbd_md_layout_internal(data_size, sb->al_extents, sb->max_peers,
+                                    &l, errp) < 0) {
+            return -EINVAL;
+        }
+        md_start = MIN(old.bm_offset, old.al_offset);
+        if (l.image_size > md_start) {
+            error_setg(errp, "drbd metadata: the data can shrink by %" PRIu64
+                       " bytes at least (the metadata's size), not by %"
+                       PRIu64, l.image_size - l.bm_offset,
+                       old.data_size - data_size);
+            return -EINVAL;
+        }
+    }
+    *out = l;
+    return 0;
+}
+
 int drbd_md_sb_offset(DrbdMdPlacement placement, uint64_t image_len,
                       uint64_t *offset, Error **errp)
 {

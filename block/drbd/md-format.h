@@ -184,6 +184,26 @@ int drbd_md_layout_grow(const DrbdSuperblock *sb, uint64_t image_len,
                         uint32_t max_peers, DrbdMdLayout *out, Error **errp);
 
 /*
+ * The layout of the metadata @sb (read from an image or meta image of
+ * @image_len bytes) for @data_size bytes of data instead of
+ * sb->data_size, such that the old superblock stays valid until the new
+ * one is written:
+ *  - internal, growing: the new metadata goes past the old end of the
+ *    image, with at least one block between, never written, after the
+ *    old superblock (drbd_md_find_moved() finds that superblock at the
+ *    end of the data an interrupted resize leaves); @out->image_size is
+ *    the new length;
+ *  - internal, shrinking: the new metadata ends where the image will be
+ *    cut, below the old metadata (fails if the data does not shrink by
+ *    the metadata's size at least);
+ *  - external: the new bitmap slots follow the old meta image's end;
+ *    the superblock stays first.
+ */
+int drbd_md_layout_resize(const DrbdSuperblock *sb, uint64_t image_len,
+                          uint64_t data_size, DrbdMdLayout *out,
+                          Error **errp);
+
+/*
  * Where to look for the superblock of metadata with @placement in an
  * image (internal) or meta image (external) of @image_len bytes: the
  * last block, or the first.  Fails if the image cannot hold metadata

@@ -825,6 +825,60 @@ static int drbd_md_slot_claim(BDRVDrbdState *s, Error **errp)
  * the activity log from it.  Writes nothing: drbd_md_open_commit() does,
  * once the whole open has succeeded.
  */
+/* Is there a superblock of internal metadata for an image of @end bytes? */
+static bool GRAPH_RDLOCK drbd_md_sb_ends_at(BDRVDrbdState *s, int64_t end,
+                                           uint8_t *buf)
+{
+    DrbdSuperblock sb;
+
+    return end >= DRBD_MD_BLOCK_SIZE && !(end % DRBD_MD_BLOCK_SIZE) &&
+           bdrv_pread(s->md.child, end - DRBD_MD_BLOCK_SIZE,
+                      DRBD_MD_BLOCK_SIZE, buf, 0) >= 0 &&
+           drbd_md_sb_decode(buf, DRBD_MD_BLOCK_SIZE, &sb, NULL) == 0 &&
+           sb.placement == DRBD_MD_INTERNAL &&
+           drbd_md_layout_check(&sb, end, NULL, NULL) == 0;
+}
+
+/*
+ * Internal metadata without a superblock at the end of its image: was the
+ * image grown behind drbd's back (a raw resize, truncate), or did a resize
+ * with -f drbd stop half-way (drbd_md_layout_resize())?  The bytes past
+ * the old end were a hole, so the superblock is where some data of the
+ * image ends (the last of it, unless the resize wrote some of the new
+ * metadata), with a layout for that length.  Return that length, or 0 if
+ * there is no such superblock.
+ */
+static int64_t GRAPH_RDLOCK drbd_md_find_moved(BDRVDrbdState *s, int64_t len)
+{
+    BlockDriverState *bs = s->md.child->bs;
+    g_autofree uint8_t *buf = qemu_blockalign(bs, DRBD_MD_BLOCK_SIZE);
+    int64_t ends[8];
+    int64_t offset = 0, pnum;
+    unsigned n = 0, i;
+
+    /* The ends of the last few runs of data, in a ring */
+    while (offset < len) {
+        int ret = bdrv_block_status(bs, offset, len - offset, &pnum, NULL,
+                                    NULL);
+
+        if (ret < 0 || pnum <= 0) {
+            return 0;
+        }
+        offset += pnum;
+        if ((ret & BDRV_BLOCK_DATA) && offset < len) {
+            ends[n++ % ARRAY_SIZE(ends)] = offset;
+        }
+    }
+    for (i = 0; i < MIN(n, ARRAY_SIZE(ends)); i++) {
+        int64_t end = ends[(n - 1 - i) % ARRAY_SIZE(ends)];
+
+        if (drbd_md_sb_ends_at(s, end, buf)) {
+            return end;
+        }
+    }
+    return 0;
+}
+
 int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                               int64_t data_len, Error **errp)
 {
@@ -846,7 +900,7 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                          s->md.child->bs->filename);
         return len;
     }
-    if (drbd_md_sb_offset(placement, len, &sb_offset, errp) < 0) {
+    if (drbd_md_sb_offset(placement, len, &sb_offset, &local_err) < 0) {
         goto not_drbd;
     }
     sb_buf = qemu_blockalign(s->md.child->bs, DRBD_MD_BLOCK_SIZE);
@@ -855,8 +909,9 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     if (ret < 0) {
         return ret;
     }
-    if (drbd_md_sb_decode(sb_buf, DRBD_MD_BLOCK_SIZE, &s->md.sb, errp) < 0 ||
-        drbd_md_layout_check(&s->md.sb, len, &layout, errp) < 0) {
+    if (drbd_md_sb_decode(sb_buf, DRBD_MD_BLOCK_SIZE, &s->md.sb,
+                          &local_err) < 0 ||
+        drbd_md_layout_check(&s->md.sb, len, &layout, &local_err) < 0) {
         goto not_drbd;
     }
     if (s->md.sb.placement != placement) {
@@ -870,6 +925,12 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
         error_setg(errp, "'%s' has %" PRId64 " bytes, less than the %"
                    PRIu64 " bytes of data its metadata describes",
                    s->bs->file->bs->filename, data_len, s->md.sb.data_size);
+        error_append_hint(errp, "Was it shrunk by a tool other than "
+                          "'qemu-img resize -f drbd'?  Grow it back: "
+                          "truncate -s %" PRIu64 " '%s' (what was cut off "
+                          "is lost: resync it from a peer with "
+                          "drbd-invalidate).\n", s->md.sb.data_size,
+                          s->bs->file->bs->filename);
         return -EINVAL;
     }
     s->md.sb_offset = sb_offset;
@@ -978,10 +1039,31 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     return 0;
 
 not_drbd:
-    error_prepend(errp, "'%s' holds no usable drbd metadata: ",
-                  s->md.child->bs->filename);
+    if (placement == DRBD_MD_INTERNAL) {
+        int64_t was = drbd_md_find_moved(s, len);
+
+        if (was) {
+            error_free(local_err);
+            error_setg(errp, "'%s' was resized behind drbd's back: its "
+                       "drbd metadata ends at byte %" PRId64 ", but the "
+                       "image has %" PRId64 " bytes",
+                       s->md.child->bs->filename, was, len);
+            error_append_hint(errp, "Internal metadata sits at the end of "
+                              "the image, and a resize without -f drbd "
+                              "leaves it behind.  Truncate the image back "
+                              "(truncate -s %" PRId64 " '%s'), then resize "
+                              "it with 'qemu-img resize -f drbd'.\n", was,
+                              s->md.child->bs->filename);
+            return -EINVAL;
+        }
+    }
+    error_propagate_prepend(errp, local_err,
+                            "'%s' holds no usable drbd metadata: ",
+                            s->md.child->bs->filename);
     error_append_hint(errp, "Create drbd images with 'qemu-img create -f "
-                      "drbd', or open the node with meta-disk=none.\n");
+                      "drbd', or open the node with meta-disk=none.  Internal "
+                      "metadata sits at the end of the image: if the image "
+                      "was shrunk without -f drbd, its metadata is gone.\n");
     return -EINVAL;
 }
 
@@ -1377,6 +1459,170 @@ int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
     }
     trace_drbd_md_grow(s->bs, old_sb.max_peers, max_peers, l.image_size);
     return 0;
+}
+
+/*
+ * Copy bitmap slot @slot from the layout @from to the layout @to (both of
+ * the metadata's child): the bits of the data both have, none beyond
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_bm_co_move_slot(BDRVDrbdState *s, const DrbdMdLayout *from,
+                     const DrbdMdLayout *to, unsigned slot, uint8_t *buf)
+{
+    uint64_t keep = MIN(from->bm_bytes, to->bm_bytes);
+    int ret;
+
+    ret = bdrv_co_pread(s->md.child, from->bm_offset + slot * from->bm_bytes,
+                        keep, buf, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    memset(buf + keep, 0, to->bm_bytes - keep);
+    return bdrv_co_pwrite(s->md.child, to->bm_offset + slot * to->bm_bytes,
+                          to->bm_bytes, buf, 0);
+}
+
+/*
+ * Resize the node's data to @size bytes, with its metadata (qemu-img
+ * resize -f drbd, block_resize of a node without peers; the node is
+ * drained).  The old superblock stays valid until the new one is on disk
+ * (drbd_md_layout_resize()): an image grown and cut before that is the
+ * old one again.  The new data reads as zeroes (from a hole, or zeroed
+ * where the old metadata was, after the new superblock; a crash in between
+ * leaves the old metadata's bytes there) and is in sync.  The activity
+ * log starts empty: nothing is in flight.
+ */
+int coroutine_fn GRAPH_RDLOCK
+drbd_md_co_resize(BDRVDrbdState *s, uint64_t size, Error **errp)
+{
+    const char *name = s->md.child->bs->filename;
+    g_autofree uint8_t *buf = NULL;
+    DrbdSuperblock old_sb;
+    DrbdMdLayout old, l;
+    uint64_t old_sb_offset, old_size = s->size;
+    int64_t len;
+    unsigned i;
+    int ret;
+
+    len = bdrv_co_getlength(s->md.child->bs);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "Could not get the size of '%s'", name);
+        return len;
+    }
+    if (drbd_md_layout_check(&s->md.sb, len, &old, errp) < 0 ||
+        drbd_md_layout_resize(&s->md.sb, len, size, &l, errp) < 0) {
+        return -EINVAL;
+    }
+    /* Everything of the old layout on disk, to copy from */
+    ret = drbd_md_sync_all_locked_graph(s);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the metadata of '%s'",
+                         name);
+        return ret;
+    }
+    if (l.placement == DRBD_MD_EXTERNAL && size > old_size) {
+        ret = bdrv_co_truncate(s->bs->file, size, false, PREALLOC_MODE_OFF, 0,
+                               errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (l.image_size > len) {
+        ret = bdrv_co_truncate(s->md.child, l.image_size, false,
+                               PREALLOC_MODE_OFF, 0, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    buf = qemu_try_blockalign(s->md.child->bs, MAX(l.bm_bytes,
+                                                   old.bm_bytes));
+    if (!buf) {
+        error_setg(errp, "Could not allocate %" PRIu64 " bytes for the "
+                   "bitmap", MAX(l.bm_bytes, old.bm_bytes));
+        return -ENOMEM;
+    }
+    for (i = 0; i < l.max_peers; i++) {
+        ret = drbd_bm_co_move_slot(s, &old, &l, i, buf);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not write the new bitmap of "
+                             "'%s'", name);
+            goto undo;
+        }
+    }
+    ret = drbd_md_zero(s, l.al_offset, (uint64_t)l.al_blocks *
+                       DRBD_MD_BLOCK_SIZE);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the new activity log "
+                         "of '%s'", name);
+        goto undo;
+    }
+
+    qemu_mutex_lock(&s->lock);
+    old_sb = s->md.sb;
+    old_sb_offset = s->md.sb_offset;
+    s->md.sb.data_size = size;
+    s->md.sb.bm_offset = l.bm_offset;
+    s->md.sb.al_offset = l.al_offset;
+    s->md.sb_offset = l.sb_offset;
+    qemu_mutex_unlock(&s->lock);
+    ret = drbd_md_write_sb(s);
+    if (ret < 0) {
+        qemu_mutex_lock(&s->lock);
+        s->md.sb = old_sb;
+        s->md.sb_offset = old_sb_offset;
+        qemu_mutex_unlock(&s->lock);
+        error_setg_errno(errp, -ret, "Could not write the new superblock "
+                         "of '%s'", name);
+        goto undo;
+    }
+
+    /* The new layout is the image's: the node follows */
+    qemu_mutex_lock(&s->lock);
+    s->size = size;
+    for (i = 0; i < s->nr_conns; i++) {
+        hbitmap_truncate(s->conns[i]->oos, size);
+    }
+    s->md.bm_blocks = DIV_ROUND_UP(size, DRBD_BM_BLOCK_SPAN) ?: 1;
+    g_free(s->md.bm_dirty);
+    s->md.bm_dirty = bitmap_new(l.max_peers * s->md.bm_blocks);
+    drbd_al_cache_free(s->md.al);
+    s->md.al = drbd_al_cache_new(s->md.sb.al_extents);
+    qemu_mutex_unlock(&s->lock);
+
+    if (l.placement == DRBD_MD_INTERNAL && size > old_size) {
+        /* The old metadata, in the new data now */
+        ret = drbd_md_zero(s, old_size, MIN((uint64_t)len, size) - old_size);
+    } else if (l.placement == DRBD_MD_INTERNAL) {
+        ret = bdrv_co_truncate(s->md.child, l.image_size, true,
+                               PREALLOC_MODE_OFF, 0, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    } else if (size < old_size) {
+        ret = bdrv_co_truncate(s->bs->file, size, false, PREALLOC_MODE_OFF,
+                               0, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not zero the old metadata of "
+                         "'%s', which is in the new data now", name);
+        return ret;
+    }
+    trace_drbd_md_resize(s->bs, old_size, size, l.image_size);
+    return 0;
+
+undo:
+    /* The old metadata is the image's: cut what the resize added */
+    if (l.image_size > len &&
+        bdrv_co_truncate(s->md.child, len, true, PREALLOC_MODE_OFF, 0,
+                         NULL) < 0) {
+        error_append_hint(errp, "The image keeps its old metadata and data, "
+                          "but it grew: 'qemu-img info -f drbd' says how to "
+                          "cut it back.\n");
+    }
+    return ret;
 }
 
 void drbd_md_free(BDRVDrbdState *s)

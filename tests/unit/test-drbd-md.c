@@ -700,6 +700,81 @@ static bool ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
  * old activity log and superblock are (the new slots cover them, which
  * are free), so that the old superblock holds until the new one lands
  */
+/*
+ * A resize: every new layout checks, keeps the old superblock out of the
+ * way until the new one is written, and keeps the data below the metadata
+ */
+static void test_layout_resize(void)
+{
+    static const struct {
+        DrbdMdPlacement placement;
+        uint64_t from, to;
+        uint32_t peers;
+    } cases[] = {
+        { DRBD_MD_INTERNAL, 8 * MiB, 16 * MiB, 1 },
+        { DRBD_MD_INTERNAL, 1 * GiB, 1 * GiB + 4 * KiB, 1 },  /* < md size */
+        { DRBD_MD_INTERNAL, 1 * GiB, 4 * GiB, 3 },
+        { DRBD_MD_INTERNAL, 1 * GiB, 512 * MiB, 2 },
+        { DRBD_MD_EXTERNAL, 1 * GiB, 2 * GiB, 2 },
+        { DRBD_MD_EXTERNAL, 1 * GiB, 512 * MiB, 1 },
+    };
+    Error *err = NULL;
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        DrbdMdLayout old, l, chk;
+        DrbdSuperblock sb;
+
+        if (cases[i].placement == DRBD_MD_INTERNAL) {
+            drbd_md_layout_internal(cases[i].from, 257, cases[i].peers, &old,
+                                    &error_abort);
+        } else {
+            drbd_md_layout_external(cases[i].from, 257, cases[i].peers, &old,
+                                    &error_abort);
+        }
+        drbd_md_sb_init(&sb, &old, 0, 7);
+        g_assert_cmpint(drbd_md_layout_resize(&sb, old.image_size,
+                                              cases[i].to, &l, &error_abort),
+                        ==, 0);
+        g_assert_cmpuint(l.data_size, ==, cases[i].to);
+        g_assert_cmpuint(l.bm_bytes, ==, drbd_md_bm_bytes(cases[i].to));
+        sb.data_size = cases[i].to;
+        sb.bm_offset = l.bm_offset;
+        sb.al_offset = l.al_offset;
+        g_assert_cmpint(drbd_md_layout_check(&sb, l.image_size, &chk,
+                                             &error_abort), ==, 0);
+        g_assert_cmpuint(chk.sb_offset, ==, l.sb_offset);
+        if (cases[i].placement == DRBD_MD_EXTERNAL) {
+            /* new slots past the old meta image; superblock first */
+            g_assert_cmpuint(l.sb_offset, ==, 0);
+            g_assert_cmpuint(l.bm_offset, >=, old.image_size);
+        } else if (cases[i].to > cases[i].from) {
+            /* past the old end, a block never written in between */
+            g_assert_cmpuint(l.bm_offset, >=, old.image_size + 4096);
+            g_assert_cmpuint(l.bm_offset, >=, cases[i].to);
+        } else {
+            /* below the old metadata: the cut makes it the image's */
+            g_assert_cmpuint(l.image_size, <=, old.bm_offset);
+            g_assert_cmpuint(l.image_size, ==, chk.image_size);
+        }
+    }
+
+    /* A shrink by less than the metadata's size */
+    {
+        DrbdMdLayout old, l;
+        DrbdSuperblock sb;
+
+        drbd_md_layout_internal(1 * GiB, 257, 1, &old, &error_abort);
+        drbd_md_sb_init(&sb, &old, 0, 1);
+        assert_failed_with(drbd_md_layout_resize(&sb, old.image_size,
+                                                 1 * GiB - 4 * KiB, &l,
+                                                 &err), &err,
+                           "drbd metadata: the data can shrink by 69632 "
+                           "bytes at least (the metadata's size), not by "
+                           "4096");
+    }
+}
+
 static void test_layout_grow(void)
 {
     static const struct {
@@ -1770,6 +1845,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-md/layout/sb-offset", test_sb_offset);
     g_test_add_func("/drbd-md/layout/check", test_layout_check);
     g_test_add_func("/drbd-md/layout/grow", test_layout_grow);
+    g_test_add_func("/drbd-md/layout/resize", test_layout_resize);
     g_test_add_func("/drbd-md/al/extents-valid", test_al_extents_valid);
     g_test_add_func("/drbd-md/al/next-context", test_al_next_context);
     g_test_add_func("/drbd-md/al/round-trip", test_al_round_trip);
