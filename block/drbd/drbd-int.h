@@ -891,7 +891,8 @@ int coroutine_fn GRAPH_RDLOCK
 drbd_md_sync_in_request(BDRVDrbdState *s, bool bitmap);
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
-               uint32_t al_extents, uint32_t max_peers, Error **errp);
+               uint32_t al_extents, uint32_t max_peers, bool data_raw,
+               Error **errp);
 ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s);
 
 /* channel.c */

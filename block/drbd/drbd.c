@@ -2209,8 +2209,27 @@ drbd_co_create(BlockdevCreateOptions *create_options, Error **errp)
         blk_set_allow_write_beyond_eof(meta, true);
     }
 
+    if (opts->data_file_raw) {
+        int64_t len = blk_co_getlength(file);
+
+        if (len < 0) {
+            error_setg_errno(errp, -len, "Could not get the size of '%s'",
+                             file_bs->filename);
+            ret = len;
+            goto out;
+        }
+        if ((uint64_t)len > opts->size) {
+            error_setg(errp, "'%s' holds %" PRId64 " bytes of data, more "
+                       "than the %" PRIu64 " bytes asked for", file_bs->filename,
+                       len, opts->size);
+            error_append_hint(errp, "Give its size (or more) to keep all of "
+                              "it: data-file-raw keeps the data there is.\n");
+            ret = -EINVAL;
+            goto out;
+        }
+    }
     ret = drbd_md_create(file, meta, opts->size, al_extents, max_peers,
-                         errp);
+                         opts->data_file_raw, errp);
 
 out:
     if (meta) {
@@ -2227,6 +2246,7 @@ out:
 #define DRBD_OPT_AL_EXTENTS "al-extents"
 #define DRBD_OPT_MAX_PEERS  "max-peers"
 #define DRBD_OPT_META       "meta"
+#define DRBD_OPT_DATA_RAW   "data-file-raw"
 
 static QemuOptsList drbd_create_opts = {
     .name = "drbd-create-opts",
@@ -2254,6 +2274,13 @@ static QemuOptsList drbd_create_opts = {
             .type = QEMU_OPT_STRING,
             .help = "File name of external metadata (default: internal)",
         },
+        {
+            .name = DRBD_OPT_DATA_RAW,
+            .type = QEMU_OPT_BOOL,
+            .help = "The file holds the data already: keep it, and make "
+                    "the metadata say it is up to date",
+            .def_value_str = "off",
+        },
         { /* end of list */ }
     }
 };
@@ -2265,17 +2292,24 @@ drbd_co_create_opts(BlockDriver *drv, const char *filename, QemuOpts *opts,
     BlockdevCreateOptions *create_options = NULL;
     BlockDriverState *bs = NULL, *meta_bs = NULL;
     g_autofree char *meta_file = NULL;
+    bool data_raw;
     QDict *qdict;
     Visitor *v;
     int ret;
 
     meta_file = qemu_opt_get_del(opts, DRBD_OPT_META);
+    data_raw = qemu_opt_get_bool(opts, DRBD_OPT_DATA_RAW, false);
     qdict = qemu_opts_to_qdict_filtered(opts, NULL, &drbd_create_opts, true);
 
-    /* The file (protocol layer), and the metadata file if external */
-    ret = bdrv_co_create_file(filename, opts, errp);
-    if (ret < 0) {
-        goto done;
+    /*
+     * The file (protocol layer), unless it holds the data already, and
+     * the metadata file if external
+     */
+    if (!data_raw) {
+        ret = bdrv_co_create_file(filename, opts, errp);
+        if (ret < 0) {
+            goto done;
+        }
     }
     bs = bdrv_co_open(filename, NULL, NULL,
                       BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);

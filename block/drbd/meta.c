@@ -1685,7 +1685,8 @@ drbd_data_is_zero(BlockBackend *blk, int64_t bytes)
  */
 int coroutine_fn GRAPH_UNLOCKED
 drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
-               uint32_t al_extents, uint32_t max_peers, Error **errp)
+               uint32_t al_extents, uint32_t max_peers, bool data_raw,
+               Error **errp)
 {
     BlockBackend *md_blk = meta ?: file;
     g_autofree uint8_t *buf = NULL;
@@ -1733,7 +1734,21 @@ drbd_md_create(BlockBackend *file, BlockBackend *meta, uint64_t data_size,
 
     qemu_guest_getrandom_nofail(&uuid, sizeof(uuid));
     drbd_md_sb_init(&sb, &layout, 0, uuid);
-    if (drbd_data_is_zero(file, data_size)) {
+    if (data_raw) {
+        /*
+         * Data to make replicated: a generation of its own, up to date,
+         * whose first peer created afresh is its full sync target
+         * (uuid.c, rule 111), as DRBD's "new-current-uuid --clear-bitmap"
+         * of a disk with its data
+         */
+        sb.flags |= DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE;
+        do {
+            qemu_guest_getrandom_nofail(&sb.uuid_current,
+                                        sizeof(sb.uuid_current));
+            sb.uuid_current &= ~DRBD_UUID_PRIMARY_FLAG;
+        } while (sb.uuid_current == DRBD_UUID_ZEROED ||
+                 sb.uuid_current <= DRBD_UUID_JUST_CREATED);
+    } else if (drbd_data_is_zero(file, data_size)) {
         /*
          * All zeroes, as a fresh peer's: the two are in sync from the
          * start, without a full resync
