@@ -2220,8 +2220,8 @@ drbd_co_create(BlockdevCreateOptions *create_options, Error **errp)
         }
         if ((uint64_t)len > opts->size) {
             error_setg(errp, "'%s' holds %" PRId64 " bytes of data, more "
-                       "than the %" PRIu64 " bytes asked for", file_bs->filename,
-                       len, opts->size);
+                       "than the %" PRIu64 " bytes asked for",
+                       file_bs->filename, len, opts->size);
             error_append_hint(errp, "Give its size (or more) to keep all of "
                               "it: data-file-raw keeps the data there is.\n");
             ret = -EINVAL;
