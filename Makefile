@@ -1,7 +1,10 @@
 # qemu-drbd: build QEMU 10.0 with the drbd driver, run it, test it.
 #
 #   make          install build dependencies, fetch QEMU, build, run the demo
-#   make check    build if needed, run the drbd unit tests and iotests,
+#   make check    build if needed, run the drbd unit tests and iotests
+#                 (building first the previous releases that drbd-upgrade
+#                 upgrades from: scripts/build-previous.sh, into
+#                 build/qemu-NAME, once per release),
 #                 and (as root) the Pacemaker failover test of the agent
 #                 (tests/ha/test-drbd-failover.py; DRBD_CLUSTER_TEST=0
 #                 leaves it out, DRBD_CLUSTER_ARGS="--hosts 3

@@ -93,6 +93,26 @@ if [ -z "$tests" ]; then
                 [ -e "$f.out" ] && basename "$f"
             done)
 fi
+
+# drbd-upgrade runs the previous releases (tests/upgrade/previous-release)
+# beside this build: build them first (once per release, with ccache),
+# and make the test fail rather than skip without them
+upgrade=
+for t in $tests; do
+    [ "$t" = drbd-upgrade ] && upgrade=1
+done
+if [ -n "$upgrade" ]; then
+    echo "== previous releases"
+    t0=$(date +%s)
+    if sh "$top/scripts/build-previous.sh" "$top" >> "$log" 2>&1; then
+        echo "previous releases: built in $(($(date +%s) - t0)) s"
+    else
+        echo "not ok build-previous: scripts/build-previous.sh failed" \
+             "(see $log); drbd-upgrade fails without its builds"
+        add 0 1 0
+    fi
+    export DRBD_UPGRADE_REQUIRED=1
+fi
 limit=${DRBD_IOTEST_TIMEOUT:-900}
 ip=0 if_=0 is=0
 for t in $tests; do

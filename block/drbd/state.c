@@ -361,6 +361,10 @@ static DrbdPeerInfo *drbd_peer_info_locked(DrbdConnection *conn)
     p->ua = qatomic_read(&conn->ua);
     p->out_of_sync = conn->oos ? hbitmap_count(conn->oos) : 0;
     p->fence_pending = conn->fence_pending;
+    if (conn->peer) {
+        p->has_protocol_version = true;
+        p->protocol_version = conn->peer->version;
+    }
     return p;
 }
 

@@ -201,7 +201,8 @@ def _new_iothread(pid: int, new: Set[str]) -> str:
 
 
 def start_qsd(name: str, *args: str, instance_id: Optional[str] = None,
-              qmp_timeout: Optional[float] = None) \
+              qmp_timeout: Optional[float] = None,
+              prog: Optional[str] = None) \
         -> iotests.QemuStorageDaemon:
     """
     A qemu-storage-daemon @name (its QMP socket named after @instance_id,
@@ -219,6 +220,9 @@ def start_qsd(name: str, *args: str, instance_id: Optional[str] = None,
     With @qmp_timeout, a QMP command that gets no answer in that many
     seconds fails the test (a daemon whose main loop hangs) instead of
     hanging it.
+
+    With @prog, that binary runs instead of the build's
+    qemu-storage-daemon (another release's, drbd-upgrade).
     """
     early: List[str] = []
     iothreads: List[Dict[str, Any]] = []
@@ -230,9 +234,14 @@ def start_qsd(name: str, *args: str, instance_id: Optional[str] = None,
             iothreads.append(keyval(val.split(',', 1)[1]))
         else:
             early += [opt, val]
+    saved_prog = iotests.qsd_prog
     with output_to(log_path(name)):
-        qsd = iotests.QemuStorageDaemon(*early, qmp=True,
-                                        instance_id=instance_id or name)
+        try:
+            iotests.qsd_prog = prog or saved_prog
+            qsd = iotests.QemuStorageDaemon(*early, qmp=True,
+                                            instance_id=instance_id or name)
+        finally:
+            iotests.qsd_prog = saved_prog
     if qmp_timeout is not None:
         qsd.get_qmp().settimeout(qmp_timeout)
     try:
@@ -724,13 +733,17 @@ class Writer:
     AioContext is still there when the move ends, with any block driver
     (a file node alone does it), so a writer that connects anew for every
     batch cannot be used while nodes are moved.
+
+    With @interval, each client waits that many seconds after each
+    write: a guest that writes at a bounded rate.
     """
 
     def __init__(self, uri: str, size: int, seed: int,
                  record: Optional[Callable[[str, int, int, int], None]] = None,
-                 clients: int = 4) -> None:
+                 clients: int = 4, interval: float = 0.0) -> None:
         self.size = size
         self.record = record
+        self.interval = interval
         self.stop_ev = threading.Event()
         self.lock = threading.Lock()
         self.writes = 0
@@ -777,6 +790,8 @@ class Writer:
                     self.record('acked', offset, length, pattern)
                 with self.lock:
                     self.writes += 1
+            if self.interval:
+                self.stop_ev.wait(self.interval)
 
     def alive(self) -> bool:
         return all(t.is_alive() for t in self.threads)
