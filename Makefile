@@ -16,7 +16,14 @@
 #                 Pacemaker's Stateful agent: the harness alone; root
 #                 HA_ARGS="--hosts 2 --failovers 4" runs fewer
 #   make bench    run the benchmarks in tests/bench
-#   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin (PREFIX=/usr/local),
+#   make install  build if needed, then install under $(DESTDIR)$(PREFIX)
+#                 (PREFIX=/usr/local): qemu-system-x86_64, qemu-storage-daemon,
+#                 qemu-img, qemu-io and qemu-nbd to $(PREFIX)/bin (firmware
+#                 and keymaps come from Debian's seabios, ipxe-qemu and
+#                 qemu-system-data), what install-tools installs, and the
+#                 systemd unit qemu-drbd@.service to $(SYSTEMD_UNIT_DIR)
+#                 ($(PREFIX)/lib/systemd/system)
+#   make install-tools  install qemu-drbdadm to $(PREFIX)/sbin,
 #                 the OCF agent to $(OCF_ROOT)/resource.d/qemu-drbd/drbd
 #                 and the libvirt hook to $(PREFIX)/libexec/qemu-drbd
 #   make fuzz     build the libFuzzer targets of tests/fuzz (installing clang
@@ -59,7 +66,7 @@ export PYTHONPATH      := $(MESONDIR)/usr/lib/python3/dist-packages$(if $(PYTHON
 
 TARGETS := qemu-system-x86_64 storage-daemon/qemu-storage-daemon qemu-img qemu-io qemu-nbd
 
-.PHONY: all deps build demo check check-qemu check-ha bench fuzz mutate clean distclean install-tools
+.PHONY: all deps build demo check check-qemu check-ha bench fuzz mutate clean distclean install install-tools
 all: demo
 
 deps:
@@ -123,6 +130,23 @@ install-tools:
 	install -D -m 644 tools/r0.res.example $(DESTDIR)$(PREFIX)/share/doc/qemu-drbd/r0.res.example
 	install -D -m 755 tools/ocf/drbd $(DESTDIR)$(OCF_ROOT)/resource.d/qemu-drbd/drbd
 	install -D -m 755 tools/qemu-drbd-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/qemu-drbd/libvirt-hook
+
+# The binaries are copied, not installed by meson: `meson install` installs
+# everything of QEMU's default target (more helpers, keymaps, icons, ...),
+# which we do not build, and only to the prefix given at configure time,
+# which is compiled in (a new one recompiles all of QEMU).  QEMU is
+# relocatable: a binary in $(PREFIX)/bin finds its data relative to
+# itself, and the firmware (and the keymaps VNC needs) in the absolute
+# --firmwarepath of scripts/configure.sh, Debian's packages.
+# The unit's /usr/local paths become $(PREFIX)'s.
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+install: build install-tools
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(addprefix $(BLD)/,$(TARGETS)) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	sed 's|/usr/local/|$(PREFIX)/|g' tools/systemd/qemu-drbd@.service \
+	    > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/qemu-drbd@.service
+	chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/qemu-drbd@.service
 
 clean:
 	rm -rf $(BLD) $(CONFIGURED)

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Run the drbd unit tests and the drbd iotests against a built tree and end
+# Run the drbd unit tests, the drbd iotests and the installation test
+# (scripts/check-install.sh) against a built tree and end
 # with one line "N passed, N failed, N skipped" that counts test cases: each
 # case of a unit test (a line of its TAP output) and each case of an iotest
 # (a method of its TestCase classes, which drbd_iotests.main() records).
@@ -14,6 +15,7 @@
 # usage: check.sh BUILDDIR UNIT-TEST...
 # DRBD_IOTESTS: the iotests to run, blank-separated (default: group drbd)
 # DRBD_IOTEST_TIMEOUT: seconds one iotest may take (default: 900)
+# DRBD_INSTALL_TEST=0: leave the installation test out
 set -u
 
 bld=$(cd "$1" && pwd)
@@ -186,6 +188,30 @@ for t in $tests; do
 done
 echo "iotests: $ip passed, $if_ failed, $is skipped"
 add "$ip" "$if_" "$is"
+
+# What `make install` installs, run once: files, the unit, KVM, firmware
+# and keymaps, a replicated pair of the installed programs
+# (scripts/check-install.sh).  DRBD_INSTALL_TEST=0 leaves it out.
+echo "== install"
+if [ "${DRBD_INSTALL_TEST:-1}" = 0 ]; then
+    echo "install: left out (DRBD_INSTALL_TEST=0)"
+else
+    out=$tmp/install.out
+    timeout -k 30 600 sh "$top/scripts/check-install.sh" "$top" \
+        "$tmp/install" > "$out" 2>&1
+    rc=$?
+    cat "$out" "$tmp/install/install.log" >> "$log" 2>/dev/null
+    grep -E '^(not )?ok ' "$out"
+    p=$(grep '^ok ' "$out" | grep -cv '# SKIP')
+    s=$(grep -c '^ok .*# SKIP' "$out")
+    f=$(grep -c '^not ok ' "$out")
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        echo "not ok install: exited with status $rc"
+        f=1
+    fi
+    echo "install: $p passed, $f failed, $s skipped"
+    add "$p" "$f" "$s"
+fi
 
 # A real cluster manager fails the resource over: corosync + Pacemaker on
 # namespaced hosts, our OCF agent, kill -9 and cut links

@@ -3,6 +3,25 @@
 # vhost-user (the vhost-user-blk-pci device and qemu-storage-daemon's
 # vhost-user-blk export) is what libvirt's <disk type='vhostuser'> needs.
 #
+# --without-default-features turns off everything that is not asked for;
+# the rest is what a VM host driven by libvirt needs, from what Debian's
+# qemu-system-x86 enables (debian/rules, debian/control of the source):
+#   kvm                      the accelerator (TCG stays the default when
+#                            none is named; libvirt asks for -accel kvm)
+#   linux-io-uring           aio=io_uring (libvirt's <driver io='io_uring'>)
+#   vhost-kernel, vhost-net  -netdev tap,vhost=on (libvirt's default for
+#                            virtio-net on a tap)
+#   seccomp                  -sandbox, which libvirt passes
+#                            (qemu.conf seccomp_sandbox)
+#   slirp                    -netdev user (libvirt's <interface type='user'>)
+#   pixman, vnc, png         <graphics type='vnc'>, and virDomainScreenshot
+#                            (screendump format=png)
+#   numa                     memory-backend host-nodes/policy (<numatune>)
+#   tpm                      tpm-crb/tpm-tis with swtpm (<tpm>)
+#   malloc-trim              give freed memory back to the host
+# Left out: virtfs (and attr, cap-ng, which only it and the pr/bridge
+# helpers use, none built here), spice, audio, GUI, USB redirection.
+#
 # usage: configure.sh SRCDIR BUILDDIR
 set -eu
 
@@ -33,6 +52,15 @@ cd "$bld"
     --enable-gnutls --enable-nettle \
     --enable-linux-aio \
     --enable-vhost-user --enable-vhost-user-blk-server \
+    --enable-kvm \
+    --enable-linux-io-uring \
+    --enable-vhost-kernel --enable-vhost-net \
+    --enable-seccomp \
+    --enable-slirp \
+    --enable-pixman --enable-vnc --enable-png \
+    --enable-numa \
+    --enable-tpm \
+    --enable-malloc-trim \
     --disable-docs \
     --disable-install-blobs \
     --disable-werror \

@@ -11,6 +11,7 @@ packages="build-essential ccache dpkg-dev patch python3 python3-venv
     ninja-build flex bison pkg-config
     libglib2.0-dev libaio-dev libgnutls28-dev nettle-dev libpixman-1-dev
     libfdt-dev liburing-dev zlib1g-dev gnutls-bin
+    libseccomp-dev libslirp-dev libpng-dev libnuma-dev
     seabios ipxe-qemu qemu-system-data
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients prometheus
     resource-agents libxml2-utils shellcheck
