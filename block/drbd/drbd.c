@@ -2088,7 +2088,11 @@ static void drbd_adjust(BDRVDrbdState *s, DrbdReopen *r)
         drbd_conn_adjust(s->conns[i], g_steal_pointer(&r->next[i]),
                          r->reconnect);
     }
-    drbd_resync_set_rate(s, o->has_resync_rate ? o->resync_rate : 0);
+    if ((o->has_resync_rate ? o->resync_rate : 0) !=
+        (s->opts->has_resync_rate ? s->opts->resync_rate : 0)) {
+        /* As drbd-set-resync-rate: a resync asleep goes on at it */
+        drbd_resync_set_rate(s, o->has_resync_rate ? o->resync_rate : 0);
+    }
     qapi_free_BlockdevOptionsDrbd(s->opts);
     s->opts = g_steal_pointer(&r->opts);
 }
