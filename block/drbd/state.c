@@ -143,6 +143,7 @@ void drbd_conn_free(DrbdConnection *conn)
     ratelimit_destroy(&conn->resync_limit);
     qapi_free_SocketAddress(conn->listen_addr);
     qapi_free_SocketAddress(conn->peer_addr);
+    g_free(conn->last_error);
     g_free(conn);
 }
 
@@ -361,6 +362,7 @@ static DrbdPeerInfo *drbd_peer_info_locked(DrbdConnection *conn)
     p->ua = qatomic_read(&conn->ua);
     p->out_of_sync = conn->oos ? hbitmap_count(conn->oos) : 0;
     p->fence_pending = conn->fence_pending;
+    p->last_error = g_strdup(conn->last_error);
     return p;
 }
 
@@ -754,6 +756,21 @@ void drbd_note_error(BDRVDrbdState *s, Error *err)
     }
     drbd_note_reason(s, "", error_get_pretty(err));
     error_free(err);
+}
+
+/* Likewise, and the peer of @conn keeps it as its own last error */
+void drbd_conn_note_error(DrbdConnection *conn, Error *err)
+{
+    BDRVDrbdState *s = conn->s;
+
+    if (!err) {
+        return;
+    }
+    qemu_mutex_lock(&s->lock);
+    g_free(conn->last_error);
+    conn->last_error = g_strdup(error_get_pretty(err));
+    qemu_mutex_unlock(&s->lock);
+    drbd_note_error(s, err);
 }
 
 /*
