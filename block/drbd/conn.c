@@ -569,6 +569,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     conn->done_seq = 0;
     g_clear_pointer(&s->last_error, g_free);
     g_clear_pointer(&conn->last_error, g_free);
+    conn->ever_connected = true;
     if (qatomic_read(&s->closing)) {
         qemu_mutex_unlock(&s->lock);
         drbd_peer_fail(peer, "the node is closing");
@@ -844,6 +845,15 @@ static void drbd_yank_unregister(BDRVDrbdState *s)
     }
 }
 
+/* Main loop: the peer of @conn has not connected since the start */
+static void drbd_degraded_timer_cb(void *opaque)
+{
+    DrbdConnection *conn = opaque;
+
+    g_clear_pointer(&conn->degraded_timer, timer_free);
+    drbd_note_degraded(conn);
+}
+
 /* Start @conn's listener or connector, and its manager */
 static int drbd_conn_start_one(DrbdConnection *conn, Error **errp)
 {
@@ -900,6 +910,18 @@ static int drbd_conn_start_one(DrbdConnection *conn, Error **errp)
                    NULL);
     conn->conn_co = qemu_coroutine_create(drbd_conn_co, conn);
     aio_co_enter(s->ctx, conn->conn_co);
+    if (!conn->ever_connected && !conn->degraded_noted) {
+        /*
+         * A peer that is there connects within a connect-interval (and
+         * its handshake within ping-timeout): if it has not by then,
+         * say once that the node runs without it
+         */
+        conn->degraded_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                            drbd_degraded_timer_cb, conn);
+        timer_mod(conn->degraded_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  conn->connect_interval_ns + conn->ping_timeout_ns);
+    }
     if (conn->connects && conn->listener) {
         conn->stray_co = qemu_coroutine_create(drbd_stray_co, conn);
         aio_co_enter(s->ctx, conn->stray_co);
@@ -1042,6 +1064,7 @@ void drbd_conn_stop(BDRVDrbdState *s)
         AIO_WAIT_WHILE_UNLOCKED(NULL, drbd_conn_running(s));
     }
     for (i = 0; i < s->nr_conns; i++) {
+        g_clear_pointer(&s->conns[i]->degraded_timer, timer_free);
         g_clear_pointer(&s->conns[i]->listener, object_unref);
         g_clear_pointer(&s->conns[i]->connector,
                         nbd_client_connection_release);

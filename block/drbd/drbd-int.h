@@ -457,6 +457,13 @@ struct DrbdConnection {
     QIOChannel *stray;
     /* Why the last attempt or connection with this peer failed, s->lock */
     char *last_error;
+    /*
+     * Connected since the node started (@ever_connected), or else said
+     * to be missing (@degraded_noted); under s->lock
+     */
+    bool ever_connected;
+    bool degraded_noted;
+    QEMUTimer *degraded_timer;  /* main loop: when to say it */
 };
 
 /*
@@ -822,6 +829,8 @@ char *drbd_uuid_hex(uint64_t uuid);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
 void drbd_conn_note_error(DrbdConnection *conn, Error *err);
+char *drbd_degraded_str_locked(BDRVDrbdState *s);
+void drbd_note_degraded(DrbdConnection *conn);
 const char *drbd_name(BDRVDrbdState *s);
 uint64_t drbd_resync_done_locked(DrbdConnection *conn);
 void drbd_resync_marks_start_locked(DrbdConnection *conn);
