@@ -361,19 +361,22 @@ static void drbd_report_split_brain(DrbdConnection *conn,
     BDRVDrbdState *s = conn->s;
     g_autoptr(GString) detail = g_string_new(NULL);
     bool resolved = res->resolution == DRBD_SB_BY_POLICY ||
-                    res->resolution == DRBD_SB_BY_DISCARD_MY_DATA;
+                    res->resolution == DRBD_SB_BY_DISCARD_MY_DATA ||
+                    res->resolution == DRBD_SB_BY_NO_CHANGES;
     const char *decision = res->decision == DRBD_SYNC_UNRELATED ?
                            "unrelated data" :
                            resolved ? drbd_sync_decision_str(res->decision) :
                            "split brain";
 
     g_string_printf(detail, "rule %d", res->rule);
-    if (resolved) {
-        g_string_append_printf(detail, ", resolved %s%s",
-                               res->resolution == DRBD_SB_BY_POLICY ?
-                               "by after-sb policy " : "by discard-my-data",
-                               res->resolution == DRBD_SB_BY_POLICY ?
-                               drbd_after_sb_policy_str(res->policy) : "");
+    if (res->resolution == DRBD_SB_BY_POLICY) {
+        g_string_append_printf(detail, ", resolved by after-sb policy %s",
+                               drbd_after_sb_policy_str(res->policy));
+    } else if (res->resolution == DRBD_SB_BY_DISCARD_MY_DATA) {
+        g_string_append(detail, ", resolved by discard-my-data");
+    } else if (res->resolution == DRBD_SB_BY_NO_CHANGES) {
+        g_string_append(detail, ", resolved: the secondary without changes "
+                        "since the split takes the other's");
     }
     g_string_append(detail, ";");
     drbd_uuids_str(detail, "self", mine);
@@ -783,8 +786,11 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
-        error_setg(errp, "both nodes are primary: refusing to connect "
-                   "(demote one of them)");
+        error_setg(errp, "both nodes are primary: refusing to connect: "
+                   "demote the one whose writes since they parted are to "
+                   "be given up (if it wrote nothing, it then takes the "
+                   "other's data; else drbd-connect with discard-my-data "
+                   "on it)");
         return -EINVAL;
     }
     ret = drbd_expect_packet(peer->data, DRBD_CMD_UUIDS, &payload3, &len,
