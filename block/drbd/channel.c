@@ -77,9 +77,8 @@ int coroutine_fn drbd_write_packet(QIOChannel *ioc, GByteArray *pkt,
  * caller frees.  Returns 0 on success, -EPIPE on end of file before a
  * header, and -EINVAL or -EIO with @errp set otherwise.
  */
-static int coroutine_fn drbd_read_packet(QIOChannel *ioc,
-                                         DrbdHeader *h, uint8_t **payload,
-                                         Error **errp)
+int coroutine_fn drbd_read_packet(QIOChannel *ioc, DrbdHeader *h,
+                                  uint8_t **payload, Error **errp)
 {
     uint8_t hbuf[DRBD_WIRE_HEADER_SIZE];
     int ret;

@@ -97,7 +97,8 @@ drbd_connect_channel(DrbdConnection *conn, bool meta, Error **errp)
     drbd_deadline_arm(&dl, ioc, conn->ping_timeout_ns);
     ret = drbd_send_hello(conn, ioc, meta, errp);
     if (ret == 0) {
-        ret = drbd_recv_hello(ioc, &hello, errp);
+        /* The peer's HELLO, or why it refuses ours */
+        ret = drbd_recv_hello_answer(conn, ioc, &hello, errp);
     }
     if (ret == 0) {
         ret = drbd_check_hello(conn, &hello, errp);
@@ -192,7 +193,6 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
     DrbdCandidate *c = opaque;
     DrbdAccept *acc = c->acc;
     DrbdConnection *conn = acc->conn;
-    BDRVDrbdState *s = conn->s;
     QIOChannel *ioc = QIO_CHANNEL(c->sioc);
     Error *local_err = NULL;
     DrbdDeadline dl = { 0 };
@@ -203,8 +203,15 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
     drbd_deadline_arm(&dl, ioc, conn->ping_timeout_ns);
     ret = drbd_recv_hello(ioc, &hello, &local_err);
     if (ret == 0) {
-        /* A stranger gets no answer */
+        /*
+         * A stranger gets no HELLO; one that speaks version 7, a REFUSE
+         * that says why, so that both nodes know what to fix
+         */
         ret = drbd_check_hello(conn, &hello, &local_err);
+        if (ret < 0) {
+            drbd_send_refuse(conn, ioc, &hello,
+                             drbd_judge_hello(conn, &hello, NULL));
+        }
     }
     c->hello_ok = ret == 0;
     is_meta = hello.flags & DRBD_HELLO_META_CHANNEL;
@@ -247,7 +254,7 @@ static void coroutine_fn drbd_candidate_co(void *opaque)
                            "handshake in time");
             }
             /* A bad candidate does not stop us listening */
-            drbd_note_error(s, local_err);
+            drbd_conn_note_error(conn, local_err);
         } else if (is_meta) {
             /* A second channel of the same kind replaces the first */
             g_clear_pointer(&acc->meta, object_unref);
@@ -407,6 +414,78 @@ static int coroutine_fn drbd_accept_channels(DrbdConnection *conn,
     return 0;
 }
 
+/*
+ * A connection to a node that connects itself: the peer connects too,
+ * so the two configurations do not fit (most often both nodes have the
+ * same node-id, and each connects to the other, which does not listen).
+ * Read its HELLO, and tell both nodes' operators why.
+ */
+static void coroutine_fn drbd_refuse_stray(DrbdConnection *conn,
+                                           QIOChannelSocket *sioc)
+{
+    BDRVDrbdState *s = conn->s;
+    QIOChannel *ioc = QIO_CHANNEL(sioc);
+    Error *err = NULL;
+    DrbdDeadline dl = { 0 };
+    DrbdHello hello;
+    uint32_t reason = 0;
+
+    drbd_setup_channel(ioc, "drbd-stray");
+    qemu_mutex_lock(&s->lock);
+    conn->stray = ioc;
+    qemu_mutex_unlock(&s->lock);
+    drbd_deadline_arm(&dl, ioc, conn->ping_timeout_ns);
+    if (drbd_recv_hello(ioc, &hello, &err) == 0) {
+        reason = drbd_judge_hello(conn, &hello, &err);
+        if (!reason) {
+            /* Its HELLO fits: it takes this node for the listening one */
+            reason = DRBD_REFUSE_NODE_ID;
+            error_setg(&err, "the peer (node %" PRIu32 ") connects to this "
+                       "node, which connects to it: its peer-node-id is "
+                       "not this node's node-id %d: set each node's "
+                       "peer-node-id to the other node's id",
+                       hello.node_id, s->node_id);
+        }
+        trace_drbd_stray_refused(s->bs, reason);
+        drbd_send_refuse(conn, ioc, &hello, reason);
+    }
+    drbd_deadline_disarm(&dl);
+    qemu_mutex_lock(&s->lock);
+    conn->stray = NULL;
+    qemu_mutex_unlock(&s->lock);
+    if (reason && !qatomic_read(&s->closing)) {
+        drbd_conn_note_error(conn, err);
+    } else {
+        /* Not a drbd peer, or gone: nothing to tell */
+        error_free(err);
+    }
+}
+
+/*
+ * A node that connects, and has a listen address too, listens for a
+ * peer that connects as well (drbd_refuse_stray()), one at a time
+ */
+static void coroutine_fn drbd_stray_co(void *opaque)
+{
+    DrbdConnection *conn = opaque;
+    BDRVDrbdState *s = conn->s;
+
+    while (!qatomic_read(&s->closing)) {
+        QIOChannelSocket *sioc;
+
+        drbd_co_rehome(s);
+        sioc = qio_channel_socket_accept(conn->listener, NULL);
+        if (!sioc) {
+            qio_channel_yield(QIO_CHANNEL(conn->listener), G_IO_IN);
+            continue;
+        }
+        drbd_refuse_stray(conn, sioc);
+        object_unref(OBJECT(sioc));
+    }
+    qatomic_set(&conn->stray_co, NULL);
+    aio_wait_kick();
+}
+
 /* Establish a connection: the two channels and the handshake */
 static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
 {
@@ -489,6 +568,8 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     conn->tx_seq = 0;
     conn->done_seq = 0;
     g_clear_pointer(&s->last_error, g_free);
+    g_clear_pointer(&conn->last_error, g_free);
+    conn->ever_connected = true;
     if (qatomic_read(&s->closing)) {
         qemu_mutex_unlock(&s->lock);
         drbd_peer_fail(peer, "the node is closing");
@@ -715,7 +796,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
             drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1,
                            -1, err ? error_get_pretty(err) : NULL);
             if (!qatomic_read(&s->closing)) {
-                drbd_note_error(s, err);
+                drbd_conn_note_error(conn, err);
             } else {
                 error_free(err);
             }
@@ -751,7 +832,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
 static void drbd_conn_cut(DrbdConnection *conn, const char *reason)
 {
     BDRVDrbdState *s = conn->s;
-    Object *hs_data = NULL, *hs_meta = NULL, *est = NULL;
+    Object *hs_data = NULL, *hs_meta = NULL, *est = NULL, *stray = NULL;
     DrbdPeer *peer;
 
     peer = drbd_peer_get(conn);
@@ -763,6 +844,9 @@ static void drbd_conn_cut(DrbdConnection *conn, const char *reason)
     if (conn->establishing) {
         est = object_ref(OBJECT(conn->establishing));
     }
+    if (conn->stray) {
+        stray = object_ref(OBJECT(conn->stray));
+    }
     if (conn->handshaking) {
         hs_data = object_ref(OBJECT(conn->handshaking->data));
         hs_meta = object_ref(OBJECT(conn->handshaking->meta));
@@ -772,6 +856,11 @@ static void drbd_conn_cut(DrbdConnection *conn, const char *reason)
         qio_channel_shutdown(QIO_CHANNEL(est), QIO_CHANNEL_SHUTDOWN_BOTH,
                              NULL);
         object_unref(est);
+    }
+    if (stray) {
+        qio_channel_shutdown(QIO_CHANNEL(stray), QIO_CHANNEL_SHUTDOWN_BOTH,
+                             NULL);
+        object_unref(stray);
     }
     if (hs_data) {
         qio_channel_shutdown(QIO_CHANNEL(hs_data), QIO_CHANNEL_SHUTDOWN_BOTH,
@@ -876,23 +965,44 @@ static void drbd_yank_unregister(BDRVDrbdState *s)
     }
 }
 
+/* Main loop: the peer of @conn has not connected since the start */
+static void drbd_degraded_timer_cb(void *opaque)
+{
+    DrbdConnection *conn = opaque;
+
+    g_clear_pointer(&conn->degraded_timer, timer_free);
+    drbd_note_degraded(conn);
+}
+
 /* Start @conn's listener or connector, and its manager */
 static int drbd_conn_start_one(DrbdConnection *conn, Error **errp)
 {
     BDRVDrbdState *s = conn->s;
 
-    assert(!conn->conn_co);
-    if (conn->listen_addr && (!conn->peer_addr || !conn->connects)) {
+    assert(!conn->conn_co && !conn->stray_co);
+    if (conn->listen_addr) {
+        Error *local_err = NULL;
+
         conn->listener = qio_channel_socket_new();
         qio_channel_set_name(QIO_CHANNEL(conn->listener), "drbd-listener");
         if (qio_channel_socket_listen_sync(conn->listener,
                                            conn->listen_addr,
-                                           DRBD_LISTEN_BACKLOG, errp) < 0) {
+                                           DRBD_LISTEN_BACKLOG,
+                                           &local_err) < 0) {
             g_clear_pointer(&conn->listener, object_unref);
-            return -EIO;
+            if (!conn->connects) {
+                error_propagate(errp, local_err);
+                return -EIO;
+            }
+            /* It listens only to explain a peer that connects too */
+            trace_drbd_stray_listen_failed(s->bs,
+                                           error_get_pretty(local_err));
+            error_free(local_err);
+        } else {
+            drbd_setup_channel(QIO_CHANNEL(conn->listener),
+                               "drbd-listener");
+            drbd_defer_accept(conn);
         }
-        drbd_setup_channel(QIO_CHANNEL(conn->listener), "drbd-listener");
-        drbd_defer_accept(conn);
     }
     if (conn->connects) {
         /*
@@ -920,6 +1030,22 @@ static int drbd_conn_start_one(DrbdConnection *conn, Error **errp)
                    NULL);
     conn->conn_co = qemu_coroutine_create(drbd_conn_co, conn);
     aio_co_enter(s->ctx, conn->conn_co);
+    if (!conn->ever_connected && !conn->degraded_noted) {
+        /*
+         * A peer that is there connects within a connect-interval (and
+         * its handshake within ping-timeout): if it has not by then,
+         * say once that the node runs without it
+         */
+        conn->degraded_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                            drbd_degraded_timer_cb, conn);
+        timer_mod(conn->degraded_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  conn->connect_interval_ns + conn->ping_timeout_ns);
+    }
+    if (conn->connects && conn->listener) {
+        conn->stray_co = qemu_coroutine_create(drbd_stray_co, conn);
+        aio_co_enter(s->ctx, conn->stray_co);
+    }
     return 0;
 }
 
@@ -1016,7 +1142,7 @@ void drbd_conn_set_context(BDRVDrbdState *s, AioContext *ctx)
     s->ctx = ctx;
     qemu_mutex_unlock(&s->lock);
     for (i = 0; i < s->nr_conns; i++) {
-        if (s->conns[i]->conn_co) {
+        if (s->conns[i]->conn_co || s->conns[i]->stray_co) {
             drbd_conn_kick(s->conns[i]);
         }
     }
@@ -1028,7 +1154,8 @@ bool drbd_conn_running(BDRVDrbdState *s)
     unsigned i;
 
     for (i = 0; i < s->nr_conns; i++) {
-        if (qatomic_read(&s->conns[i]->conn_co)) {
+        if (qatomic_read(&s->conns[i]->conn_co) ||
+            qatomic_read(&s->conns[i]->stray_co)) {
             return true;
         }
     }
@@ -1048,7 +1175,7 @@ void drbd_conn_stop(BDRVDrbdState *s)
         for (i = 0; i < s->nr_conns; i++) {
             DrbdConnection *conn = s->conns[i];
 
-            if (conn->conn_co) {
+            if (conn->conn_co || conn->stray_co) {
                 drbd_sleep_wake(s, &conn->conn_sleep, true);
                 drbd_conn_cut(conn, "the node is closing");
                 drbd_conn_kick(conn);
@@ -1057,6 +1184,7 @@ void drbd_conn_stop(BDRVDrbdState *s)
         AIO_WAIT_WHILE_UNLOCKED(NULL, drbd_conn_running(s));
     }
     for (i = 0; i < s->nr_conns; i++) {
+        g_clear_pointer(&s->conns[i]->degraded_timer, timer_free);
         g_clear_pointer(&s->conns[i]->listener, object_unref);
         g_clear_pointer(&s->conns[i]->connector,
                         nbd_client_connection_release);

@@ -454,6 +454,23 @@ struct DrbdConnection {
     DrbdPeer *handshaking;      /* a connection in its handshake */
     Coroutine *conn_co;         /* the connection manager */
     DrbdSleep conn_sleep;
+    /*
+     * A node that connects and has a listen address too listens for
+     * peers that connect to it as well, to tell them why that cannot
+     * work (conn.c): the coroutine, and the channel it reads a HELLO on
+     * (under s->lock, for drbd_conn_cut())
+     */
+    Coroutine *stray_co;
+    QIOChannel *stray;
+    /* Why the last attempt or connection with this peer failed, s->lock */
+    char *last_error;
+    /*
+     * Connected since the node started (@ever_connected), or else said
+     * to be missing (@degraded_noted); under s->lock
+     */
+    bool ever_connected;
+    bool degraded_noted;
+    QEMUTimer *degraded_timer;  /* main loop: when to say it */
 };
 
 /*
@@ -819,6 +836,9 @@ uint64_t drbd_fresh_uuid(void);
 char *drbd_uuid_hex(uint64_t uuid);
 void drbd_note_reason(BDRVDrbdState *s, const char *what, const char *reason);
 void drbd_note_error(BDRVDrbdState *s, Error *err);
+void drbd_conn_note_error(DrbdConnection *conn, Error *err);
+char *drbd_degraded_str_locked(BDRVDrbdState *s);
+void drbd_note_degraded(DrbdConnection *conn);
 const char *drbd_name(BDRVDrbdState *s);
 uint64_t drbd_resync_done_locked(DrbdConnection *conn);
 void drbd_resync_marks_start_locked(DrbdConnection *conn);
@@ -911,6 +931,8 @@ int coroutine_fn drbd_write_packet(QIOChannel *ioc, GByteArray *pkt,
 int coroutine_fn drbd_rx_packet(DrbdPeer *peer, QIOChannel *ioc,
                                 DrbdRxBuf *rb, DrbdHeader *h,
                                 uint8_t **payload, Error **errp);
+int coroutine_fn drbd_read_packet(QIOChannel *ioc, DrbdHeader *h,
+                                  uint8_t **payload, Error **errp);
 int coroutine_fn drbd_expect_packet(QIOChannel *ioc, uint16_t cmd,
                                     uint8_t **payload, uint32_t *len,
                                     Error **errp);
@@ -1051,7 +1073,13 @@ int coroutine_fn drbd_send_hello(DrbdConnection *conn, QIOChannel *ioc,
                                  bool meta, Error **errp);
 int coroutine_fn drbd_recv_hello(QIOChannel *ioc, DrbdHello *hello,
                                  Error **errp);
+int coroutine_fn drbd_recv_hello_answer(DrbdConnection *conn, QIOChannel *ioc,
+                                        DrbdHello *hello, Error **errp);
+uint32_t drbd_judge_hello(DrbdConnection *conn, const DrbdHello *h,
+                          Error **errp);
 int drbd_check_hello(DrbdConnection *conn, const DrbdHello *h, Error **errp);
+void coroutine_fn drbd_send_refuse(DrbdConnection *conn, QIOChannel *ioc,
+                                   const DrbdHello *h, uint32_t reason);
 int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
                                       Error **errp);
 

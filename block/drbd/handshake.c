@@ -35,34 +35,148 @@ static void drbd_make_hello(DrbdConnection *conn, DrbdHello *h, bool meta)
     pstrcpy(h->resource, sizeof(h->resource), s->resource);
 }
 
-/* Check the peer's HELLO against our configuration */
-int drbd_check_hello(DrbdConnection *conn, const DrbdHello *h, Error **errp)
+/*
+ * What in the peer's HELLO does not fit this node's configuration: a
+ * REFUSE's reason, or 0
+ */
+static uint32_t drbd_hello_mismatch(DrbdConnection *conn, const DrbdHello *h)
 {
     BDRVDrbdState *s = conn->s;
     uint32_t common_max = MIN(h->version_max, DRBD_PROTO_VERSION_MAX);
 
     if (common_max < MAX(h->version_min, DRBD_PROTO_VERSION_MIN)) {
+        return DRBD_REFUSE_VERSION;
+    }
+    if (strcmp(h->resource, s->resource) != 0) {
+        return DRBD_REFUSE_RESOURCE;
+    }
+    if (h->node_id == s->node_id) {
+        return DRBD_REFUSE_SAME_NODE_ID;
+    }
+    if (h->node_id != conn->peer_node_id) {
+        return DRBD_REFUSE_NODE_ID;
+    }
+    return 0;
+}
+
+/*
+ * Both nodes of a connection have node-id @id: the same words on both,
+ * the one that found it and the one it refused, so that each logs it
+ * once however many times they try again
+ */
+static void drbd_error_same_node_id(Error **errp, uint32_t id)
+{
+    error_setg(errp, "this node and its peer both have node-id %" PRIu32
+               ": give each node of the resource its own node-id, and "
+               "set each node's peer-node-id to the other node's id", id);
+}
+
+/*
+ * Judge the peer's HELLO against our configuration, changing nothing:
+ * the reason to refuse it (DRBD_REFUSE_*) with @errp set, or 0
+ */
+uint32_t drbd_judge_hello(DrbdConnection *conn, const DrbdHello *h,
+                          Error **errp)
+{
+    BDRVDrbdState *s = conn->s;
+    uint32_t reason = drbd_hello_mismatch(conn, h);
+
+    switch (reason) {
+    case DRBD_REFUSE_VERSION:
         error_setg(errp, "the peer speaks protocol versions %" PRIu32
                    " to %" PRIu32 ", this node %d to %d: no common version",
                    h->version_min, h->version_max, DRBD_PROTO_VERSION_MIN,
                    DRBD_PROTO_VERSION_MAX);
-        return -EPROTO;
-    }
-    if (strcmp(h->resource, s->resource) != 0) {
-        error_setg(errp, "the peer is of resource '%s', this node of '%s'",
+        break;
+    case DRBD_REFUSE_RESOURCE:
+        error_setg(errp, "the peer is of resource '%s', this node of '%s': "
+                   "give both nodes the same resource name",
                    h->resource, s->resource);
-        return -EINVAL;
-    }
-    if (h->node_id != conn->peer_node_id) {
+        break;
+    case DRBD_REFUSE_SAME_NODE_ID:
+        drbd_error_same_node_id(errp, h->node_id);
+        break;
+    case DRBD_REFUSE_NODE_ID:
         error_setg(errp, "the peer has node-id %" PRIu32 ", peer-node-id "
-                   "is %d", h->node_id, conn->peer_node_id);
+                   "is %d: set each node's peer-node-id to the other "
+                   "node's id", h->node_id, conn->peer_node_id);
+        break;
+    default:
+        break;
+    }
+    return reason;
+}
+
+/* Check the peer's HELLO against our configuration */
+int drbd_check_hello(DrbdConnection *conn, const DrbdHello *h, Error **errp)
+{
+    BDRVDrbdState *s = conn->s;
+
+    switch (drbd_judge_hello(conn, h, errp)) {
+    case 0:
+        break;
+    case DRBD_REFUSE_VERSION:
+        return -EPROTO;
+    default:
         return -EINVAL;
     }
     /* Both channels of one connection say the same: the peer keeps it */
     qemu_mutex_lock(&s->lock);
-    conn->hello_version = common_max;
+    conn->hello_version = MIN(h->version_max, DRBD_PROTO_VERSION_MAX);
     qemu_mutex_unlock(&s->lock);
     return 0;
+}
+
+/*
+ * Tell the sender of @h, a HELLO refused for @reason, why (version 7;
+ * to an older peer nothing, as before).  Best effort: the connection is
+ * closed after it either way.
+ */
+void coroutine_fn drbd_send_refuse(DrbdConnection *conn, QIOChannel *ioc,
+                                   const DrbdHello *h, uint32_t reason)
+{
+    BDRVDrbdState *s = conn->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+
+    if (h->version_max < DRBD_PROTO_VERSION_REFUSE) {
+        return;
+    }
+    trace_drbd_send_refuse(s->bs, reason, h->node_id);
+    drbd_wire_put_refuse(pkt, &(DrbdRefuse) {
+        .reason = reason, .node_id = s->node_id,
+    });
+    drbd_write_packet(ioc, pkt, NULL);
+}
+
+/* The peer's REFUSE @r, as this node's error */
+static void drbd_refused_error(DrbdConnection *conn, const DrbdRefuse *r,
+                               Error **errp)
+{
+    BDRVDrbdState *s = conn->s;
+
+    switch (r->reason) {
+    case DRBD_REFUSE_SAME_NODE_ID:
+        drbd_error_same_node_id(errp, s->node_id);
+        break;
+    case DRBD_REFUSE_RESOURCE:
+        error_setg(errp, "the peer (node %" PRIu32 ") refused the "
+                   "connection: it is not of resource '%s': give both "
+                   "nodes the same resource name", r->node_id, s->resource);
+        break;
+    case DRBD_REFUSE_NODE_ID:
+        error_setg(errp, "the peer (node %" PRIu32 ") refused the "
+                   "connection: its peer-node-id is not this node's "
+                   "node-id %d: set each node's peer-node-id to the other "
+                   "node's id", r->node_id, s->node_id);
+        break;
+    default:
+        error_setg(errp, "the peer (node %" PRIu32 ") refused the "
+                   "connection: it speaks none of this node's protocol "
+                   "versions %d to %d: run the same qemu-drbd on both "
+                   "nodes", r->node_id, DRBD_PROTO_VERSION_MIN,
+                   DRBD_PROTO_VERSION_MAX);
+        break;
+    }
 }
 
 int coroutine_fn drbd_send_hello(DrbdConnection *conn, QIOChannel *ioc,
@@ -88,6 +202,38 @@ int coroutine_fn drbd_recv_hello(QIOChannel *ioc, DrbdHello *hello,
         return ret;
     }
     return drbd_wire_get_hello(payload, len, hello, errp);
+}
+
+/*
+ * The answer to our HELLO: the peer's HELLO, or (version 7) a REFUSE
+ * that says why it will not have us, which fails with -ECONNREFUSED
+ */
+int coroutine_fn drbd_recv_hello_answer(DrbdConnection *conn, QIOChannel *ioc,
+                                        DrbdHello *hello, Error **errp)
+{
+    g_autofree uint8_t *payload = NULL;
+    DrbdRefuse r;
+    DrbdHeader h;
+    int ret;
+
+    ret = drbd_read_packet(ioc, &h, &payload, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (h.cmd == DRBD_CMD_REFUSE) {
+        if (drbd_wire_get_refuse(payload, h.length, &r, errp) < 0) {
+            return -EINVAL;
+        }
+        trace_drbd_recv_refuse(conn->s->bs, r.reason, r.node_id);
+        drbd_refused_error(conn, &r, errp);
+        return -ECONNREFUSED;
+    }
+    if (h.cmd != DRBD_CMD_HELLO) {
+        error_setg(errp, "expected a HELLO packet, got %s",
+                   drbd_cmd_name(h.cmd));
+        return -EINVAL;
+    }
+    return drbd_wire_get_hello(payload, h.length, hello, errp);
 }
 
 /*
@@ -215,19 +361,22 @@ static void drbd_report_split_brain(DrbdConnection *conn,
     BDRVDrbdState *s = conn->s;
     g_autoptr(GString) detail = g_string_new(NULL);
     bool resolved = res->resolution == DRBD_SB_BY_POLICY ||
-                    res->resolution == DRBD_SB_BY_DISCARD_MY_DATA;
+                    res->resolution == DRBD_SB_BY_DISCARD_MY_DATA ||
+                    res->resolution == DRBD_SB_BY_NO_CHANGES;
     const char *decision = res->decision == DRBD_SYNC_UNRELATED ?
                            "unrelated data" :
                            resolved ? drbd_sync_decision_str(res->decision) :
                            "split brain";
 
     g_string_printf(detail, "rule %d", res->rule);
-    if (resolved) {
-        g_string_append_printf(detail, ", resolved %s%s",
-                               res->resolution == DRBD_SB_BY_POLICY ?
-                               "by after-sb policy " : "by discard-my-data",
-                               res->resolution == DRBD_SB_BY_POLICY ?
-                               drbd_after_sb_policy_str(res->policy) : "");
+    if (res->resolution == DRBD_SB_BY_POLICY) {
+        g_string_append_printf(detail, ", resolved by after-sb policy %s",
+                               drbd_after_sb_policy_str(res->policy));
+    } else if (res->resolution == DRBD_SB_BY_DISCARD_MY_DATA) {
+        g_string_append(detail, ", resolved by discard-my-data");
+    } else if (res->resolution == DRBD_SB_BY_NO_CHANGES) {
+        g_string_append(detail, ", resolved: the secondary without changes "
+                        "since the split takes the other's");
     }
     g_string_append(detail, ";");
     drbd_uuids_str(detail, "self", mine);
@@ -640,8 +789,11 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         return -EINVAL;
     }
     if (st.role == DRBD_ROLE_PRIMARY && s->role == DRBD_ROLE_PRIMARY) {
-        error_setg(errp, "both nodes are primary: refusing to connect "
-                   "(demote one of them)");
+        error_setg(errp, "both nodes are primary: refusing to connect: "
+                   "demote the one whose writes since they parted are to "
+                   "be given up (if it wrote nothing, it then takes the "
+                   "other's data; else drbd-connect with discard-my-data "
+                   "on it)");
         return -EINVAL;
     }
     ret = drbd_expect_packet(peer->data, DRBD_CMD_UUIDS, &payload3, &len,

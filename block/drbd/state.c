@@ -143,6 +143,8 @@ void drbd_conn_free(DrbdConnection *conn)
     ratelimit_destroy(&conn->resync_limit);
     qapi_free_SocketAddress(conn->listen_addr);
     qapi_free_SocketAddress(conn->peer_addr);
+    g_free(conn->last_error);
+    g_clear_pointer(&conn->degraded_timer, timer_free);
     g_free(conn);
 }
 
@@ -365,6 +367,7 @@ static DrbdPeerInfo *drbd_peer_info_locked(DrbdConnection *conn)
         p->has_protocol_version = true;
         p->protocol_version = conn->peer->version;
     }
+    p->last_error = g_strdup(conn->last_error);
     return p;
 }
 
@@ -444,6 +447,7 @@ void drbd_fill_info(BDRVDrbdState *s, DrbdInfo *info)
     if (s->last_error) {
         info->last_error = g_strdup(s->last_error);
     }
+    info->degraded = drbd_degraded_str_locked(s);
     info->quorum = s->quorum.has;
     info->io_suspended = !QSLIST_EMPTY(&s->quorum.waiters) ||
                          s->fence_suspended;
@@ -758,6 +762,75 @@ void drbd_note_error(BDRVDrbdState *s, Error *err)
     }
     drbd_note_reason(s, "", error_get_pretty(err));
     error_free(err);
+}
+
+/*
+ * The peers missing since the node started, and what that means, or
+ * NULL if none is; under s->lock
+ */
+char *drbd_degraded_str_locked(BDRVDrbdState *s)
+{
+    g_autoptr(GString) missing = g_string_new(NULL);
+    bool several;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c->degraded_noted && !c->ever_connected &&
+            c->cstate < DRBD_CONN_STATE_CONNECTED) {
+            g_string_append_printf(missing, "%s%u", missing->len ? ", " : "",
+                                   c->peer_node_id);
+        }
+    }
+    if (!missing->len) {
+        return NULL;
+    }
+    several = strchr(missing->str, ',');
+    return g_strdup_printf("running degraded: peer node%s %s not connected "
+                           "since the start; writes are tracked in the "
+                           "bitmap and resynced to %s when %s back",
+                           several ? "s" : "", missing->str,
+                           several ? "them" : "it",
+                           several ? "they are" : "it is");
+}
+
+/*
+ * The first attempt to connect to @conn's peer since the node started
+ * failed: say once that the node runs without it
+ */
+void drbd_note_degraded(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    g_autofree char *msg = NULL;
+
+    qemu_mutex_lock(&s->lock);
+    if (!conn->ever_connected && !conn->degraded_noted &&
+        conn->cstate < DRBD_CONN_STATE_CONNECTED) {
+        conn->degraded_noted = true;
+        msg = drbd_degraded_str_locked(s);
+    }
+    qemu_mutex_unlock(&s->lock);
+    if (msg) {
+        trace_drbd_degraded(s->bs, conn->peer_node_id);
+        warn_report("drbd node '%s' (resource %s): %s", drbd_name(s),
+                    s->resource, msg);
+    }
+}
+
+/* Likewise, and the peer of @conn keeps it as its own last error */
+void drbd_conn_note_error(DrbdConnection *conn, Error *err)
+{
+    BDRVDrbdState *s = conn->s;
+
+    if (!err) {
+        return;
+    }
+    qemu_mutex_lock(&s->lock);
+    g_free(conn->last_error);
+    conn->last_error = g_strdup(error_get_pretty(err));
+    qemu_mutex_unlock(&s->lock);
+    drbd_note_error(s, err);
 }
 
 /*

@@ -272,6 +272,28 @@ static int sb_by_zero_changes(const SbView *v)
     return 0;
 }
 
+/*
+ * A side that is not primary and changed nothing since the split (no
+ * bit in its bitmap: a node promoted apart from its peer, which started
+ * a generation, and demoted again without a write) loses nothing by
+ * taking the other's changes
+ */
+static int sb_by_idle_secondary(const SbView *v)
+{
+    bool self_idle = !v->self->primary && !v->self->crashed_primary &&
+                     v->self->changes == 0;
+    bool peer_idle = !v->peer->primary && !v->peer->crashed_primary &&
+                     v->peer->changes == 0;
+
+    if (self_idle && peer_idle) {
+        return sb_tie_break(v);
+    }
+    if (self_idle) {
+        return -1;
+    }
+    return peer_idle ? 1 : 0;
+}
+
 static int sb_by_least_changes(const SbView *v)
 {
     if (v->self->changes < v->peer->changes) {
@@ -416,6 +438,14 @@ static int resolve_split_brain(int hg, const SbView *v,
         }
         if (r) {
             res->resolution = DRBD_SB_BY_DISCARD_MY_DATA;
+        }
+    }
+
+    if (r == 0 && !full) {
+        /* Whatever the policies: it loses no write */
+        r = sb_by_idle_secondary(v);
+        if (r) {
+            res->resolution = DRBD_SB_BY_NO_CHANGES;
         }
     }
 
@@ -623,6 +653,7 @@ static const char *const sb_resolution_names[DRBD_SB__MAX] = {
     [DRBD_SB_UNRESOLVED]            = "unresolved",
     [DRBD_SB_BY_POLICY]             = "policy",
     [DRBD_SB_BY_DISCARD_MY_DATA]    = "discard-my-data",
+    [DRBD_SB_BY_NO_CHANGES]         = "no-changes",
 };
 
 const char *drbd_sb_resolution_str(DrbdSbResolution r)

@@ -135,14 +135,23 @@
  * 4. discard-my-data: if still unresolved and exactly one side has the
  *    operator's discard-my-data flag, that side is target.  (DRBD does
  *    a bitmap-based resync here even for rule 100; we do a full one.)
- * 5. Still unresolved: SPLIT_BRAIN, the caller disconnects.
- * 6. Refusals: a sync source whose disk is Inconsistent (no good data
+ * 5. Still unresolved, on SPLIT_BRAIN (not _FULL): a side that is not
+ *    primary (nor crashed as one) and has no changes is target: it
+ *    loses no write.  That is the node that was promoted apart from its
+ *    peer (its promotion started a generation) and demoted again
+ *    without a write, as the refusal of two primaries advises; if both
+ *    are such, the node that resolves conflicts.  DRBD's
+ *    discard-zero-changes, but for a secondary only and whatever the
+ *    policies: a primary with no changes would be a PRIMARY_TARGET.
+ * 6. Still unresolved: SPLIT_BRAIN, the caller disconnects.
+ * 7. Refusals: a sync source whose disk is Inconsistent (no good data
  *    to send), and a primary with Consistent or better data that would
  *    become sync target (its users would see data change under them;
  *    DRBD's rr-conflict=violently, which allows it, is not offered).
  *
  * The defaults (a zeroed DrbdHandshakeConfig) never resolve a split
- * brain: every after-sb option is disconnect.
+ * brain in which each side has changes (or a primary has none): every
+ * after-sb option is disconnect.
  *
  * Copyright (c) 2026 The qemu-drbd authors
  *
@@ -236,6 +245,7 @@ typedef enum DrbdSbResolution {
     DRBD_SB_UNRESOLVED,         /* decision is DRBD_SYNC_SPLIT_BRAIN */
     DRBD_SB_BY_POLICY,          /* an after-sb policy picked the loser */
     DRBD_SB_BY_DISCARD_MY_DATA, /* the operator's flag picked it */
+    DRBD_SB_BY_NO_CHANGES,      /* a secondary without changes lost */
     DRBD_SB__MAX,
 } DrbdSbResolution;
 

@@ -66,6 +66,11 @@
 #define NEW_UUID_UUID           0
 #define NEW_UUID_SIZE           8
 
+/* REFUSE */
+#define REFUSE_REASON           0
+#define REFUSE_NODE_ID          4
+#define REFUSE_SIZE             8
+
 /* DATA, ZEROES, DISCARD, RS_DATA */
 #define DATA_OFFSET             0
 #define DATA_ID                 8
@@ -168,6 +173,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_DATA_REPLY]   = { "DATA_REPLY", DATA_MIN_SIZE, DATA_MAX_SIZE },
     [DRBD_CMD_NEG_DREPLY]   = { "NEG_DREPLY", ACK_SIZE, ACK_SIZE },
     [DRBD_CMD_NEW_UUID]     = { "NEW_UUID", NEW_UUID_SIZE, NEW_UUID_SIZE },
+    [DRBD_CMD_REFUSE]       = { "REFUSE", REFUSE_SIZE, REFUSE_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -366,6 +372,18 @@ void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid)
 
     put_header(buf, DRBD_CMD_NEW_UUID, NEW_UUID_SIZE);
     stq_be_p(buf + DRBD_WIRE_HEADER_SIZE + NEW_UUID_UUID, uuid);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_refuse(GByteArray *out, const DrbdRefuse *r)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + REFUSE_SIZE];
+
+    assert(r->reason >= 1 && r->reason <= DRBD_REFUSE_MAX);
+    assert(r->node_id <= DRBD_WIRE_NODE_ID_MAX);
+    put_header(buf, DRBD_CMD_REFUSE, REFUSE_SIZE);
+    stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + REFUSE_REASON, r->reason);
+    stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + REFUSE_NODE_ID, r->node_id);
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -893,6 +911,29 @@ int drbd_wire_get_new_uuid(const uint8_t *buf, size_t len, uint64_t *uuid,
         return -EINVAL;
     }
     *uuid = u;
+    return 0;
+}
+
+int drbd_wire_get_refuse(const uint8_t *buf, size_t len, DrbdRefuse *r,
+                         Error **errp)
+{
+    DrbdRefuse v;
+
+    if (check_len("REFUSE", len, REFUSE_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    v.reason = ldl_be_p(buf + REFUSE_REASON);
+    v.node_id = ldl_be_p(buf + REFUSE_NODE_ID);
+    if (v.reason < 1 || v.reason > DRBD_REFUSE_MAX) {
+        error_setg(errp, "REFUSE packet: unknown reason %" PRIu32, v.reason);
+        return -EINVAL;
+    }
+    if (v.node_id > DRBD_WIRE_NODE_ID_MAX) {
+        error_setg(errp, "REFUSE packet: node id %" PRIu32 " is above %d",
+                   v.node_id, DRBD_WIRE_NODE_ID_MAX);
+        return -EINVAL;
+    }
+    *r = v;
     return 0;
 }
 

@@ -48,8 +48,14 @@
  * to the answering node; NEW_UUID also reaches diskless peers and sync
  * targets.
  */
+/*
+ * Version 7: a node that refuses a connection for what the connecting
+ * node's HELLO says (another resource, a node id that does not fit)
+ * answers with a REFUSE that says why, in place of its HELLO; it sends
+ * it only to a peer whose HELLO offers version 7.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  6
+#define DRBD_PROTO_VERSION_MAX  7
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
@@ -58,6 +64,8 @@
 #define DRBD_PROTO_VERSION_NEW_UUID 5
 /* The first version whose promotion requests carry the current UUID */
 #define DRBD_PROTO_VERSION_GEN_CHECK 6
+/* The first version with REFUSE */
+#define DRBD_PROTO_VERSION_REFUSE 7
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -133,6 +141,8 @@ typedef enum DrbdCmd {
     DRBD_CMD_NEG_DREPLY     = 31,   /* they could not be read */
     /* a primary's new data generation (version 5), meta channel */
     DRBD_CMD_NEW_UUID       = 32,
+    /* handshake (version 7), in place of a HELLO: why it is refused */
+    DRBD_CMD_REFUSE         = 33,
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -155,6 +165,21 @@ typedef struct DrbdHello {
     uint32_t flags;
     char resource[DRBD_RESOURCE_NAME_MAX + 1];  /* NUL-terminated */
 } DrbdHello;
+
+/* The highest node id; a REFUSE names the refusing node by it */
+#define DRBD_WIRE_NODE_ID_MAX   31
+
+/* A REFUSE's reason: what in the connecting node's HELLO did not fit */
+#define DRBD_REFUSE_RESOURCE        1   /* the refuser's resource differs */
+#define DRBD_REFUSE_NODE_ID         2   /* not the refuser's peer-node-id */
+#define DRBD_REFUSE_SAME_NODE_ID    3   /* the refuser's own node id */
+#define DRBD_REFUSE_VERSION         4   /* no common protocol version */
+#define DRBD_REFUSE_MAX             DRBD_REFUSE_VERSION
+
+typedef struct DrbdRefuse {
+    uint32_t reason;            /* DRBD_REFUSE_* */
+    uint32_t node_id;           /* the refusing node's */
+} DrbdRefuse;
 
 typedef struct DrbdSizes {
     uint64_t disk_size;         /* bytes of usable data */
@@ -379,6 +404,7 @@ void drbd_wire_put_state(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid);
+void drbd_wire_put_refuse(GByteArray *out, const DrbdRefuse *r);
 /*
  * @cmd is DATA, ZEROES, DISCARD, RS_DATA, RS_ZEROES or DATA_REPLY; data
  * is appended for DATA, RS_DATA and DATA_REPLY only (@p->bytes of it
@@ -445,6 +471,9 @@ int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
 /* A NEW_UUID: refuses a UUID that names no data (0, "just created") */
 int drbd_wire_get_new_uuid(const uint8_t *buf, size_t len, uint64_t *uuid,
                            Error **errp);
+/* A REFUSE: a reason it knows, and a node id of 0 to 31 */
+int drbd_wire_get_refuse(const uint8_t *buf, size_t len, DrbdRefuse *r,
+                         Error **errp);
 int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
                        uint64_t disk_size, DrbdDataPacket *p, Error **errp);
 int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,

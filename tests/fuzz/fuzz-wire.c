@@ -149,6 +149,18 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
         }
         break;
     }
+    case DRBD_CMD_REFUSE: {
+        DrbdRefuse r;
+
+        ret = drbd_wire_get_refuse(buf, len, &r, &err);
+        if (ret == 0) {
+            assert(r.reason >= 1 && r.reason <= DRBD_REFUSE_MAX);
+            assert(r.node_id <= DRBD_WIRE_NODE_ID_MAX);
+            drbd_wire_put_refuse(pkt, &r);
+            assert_same(pkt, orig, total);
+        }
+        break;
+    }
     case DRBD_CMD_UUIDS: {
         DrbdUuidsPacket u;
 

@@ -222,6 +222,15 @@ static void gen_wire(void)
     write_seed("wire", "handshake", b);
     g_byte_array_free(b, true);
 
+    /* A HELLO refused (version 7): why, in place of the answer's HELLO */
+    b = g_byte_array_new();
+    drbd_wire_put_hello(b, &hello);
+    drbd_wire_put_refuse(b, &(DrbdRefuse) {
+        .reason = DRBD_REFUSE_SAME_NODE_ID, .node_id = 1,
+    });
+    write_seed("wire", "refuse", b);
+    g_byte_array_free(b, true);
+
     /* Replication: writes, barriers, a resync */
     b = g_byte_array_new();
     put_write(b, DRBD_CMD_DATA, 0, 4096, 1, 7, 0, 0);

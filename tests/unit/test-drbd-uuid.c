@@ -638,9 +638,10 @@ static void check_sb(const SbCase *c, DrbdSyncDecision want,
 #define RESOLVED    DRBD_SB_BY_POLICY
 #define UNRESOLVED  DRBD_SB_UNRESOLVED
 
+/* ... where each side changed data, or where a primary did not */
 static void test_sb_default_never_resolves(void)
 {
-    SbCase c = { .self_changes = 0, .peer_changes = 100 };
+    SbCase c = { .self_changes = 1, .peer_changes = 100 };
     int p;
 
     for (p = 0; p < 3; p++) {
@@ -648,6 +649,54 @@ static void test_sb_default_never_resolves(void)
         c.peer_primary = p >= 2;
         check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
     }
+}
+
+/*
+ * A secondary without changes since the split (promoted apart, demoted
+ * without a write) takes the other's data whatever the policies: it
+ * loses no write.  Not a primary (it would become PRIMARY_TARGET), not
+ * a crashed primary (its changes are not known), not on rule 100.
+ */
+static void test_sb_idle_secondary(void)
+{
+    SbCase c = { .self_changes = 0, .peer_changes = 100 };
+
+    check_sb(&c, DRBD_SYNC_TARGET, DRBD_SB_BY_NO_CHANGES);
+    c.peer_primary = true;
+    check_sb(&c, DRBD_SYNC_TARGET, DRBD_SB_BY_NO_CHANGES);
+    c.peer_primary = false;
+    c.self_changes = 100;
+    c.peer_changes = 0;
+    check_sb(&c, DRBD_SYNC_SOURCE, DRBD_SB_BY_NO_CHANGES);
+    c.self_primary = true;
+    check_sb(&c, DRBD_SYNC_SOURCE, DRBD_SB_BY_NO_CHANGES);
+
+    /* a primary without changes is no such side */
+    c.self_primary = false;
+    c.peer_primary = true;
+    check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
+
+    /* both without changes: the node that resolves conflicts */
+    c.peer_primary = false;
+    c.self_changes = 0;
+    c.self_dc = true;
+    check_sb(&c, DRBD_SYNC_TARGET, DRBD_SB_BY_NO_CHANGES);
+    c.self_dc = false;
+    check_sb(&c, DRBD_SYNC_SOURCE, DRBD_SB_BY_NO_CHANGES);
+
+    /* a policy or discard-my-data that decides comes first */
+    c.self_changes = 0;
+    c.peer_changes = 100;
+    c.cfg.after_sb_0pri = DRBD_ASB_DISCARD_REMOTE;
+    check_sb(&c, DRBD_SYNC_SOURCE, RESOLVED);
+    c.cfg.after_sb_0pri = DRBD_ASB_DISCONNECT;
+    c.peer_discard = true;
+    check_sb(&c, DRBD_SYNC_SOURCE, DRBD_SB_BY_DISCARD_MY_DATA);
+    c.peer_discard = false;
+
+    /* no common bitmap: the changes do not tell what differs */
+    c.full = true;
+    check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
 }
 
 static void test_sb_0pri(void)
@@ -845,7 +894,8 @@ static void test_sb_full(void)
 
 static void test_sb_discard_my_data(void)
 {
-    SbCase c = { .self_discard = true };
+    SbCase c = { .self_discard = true, .self_changes = 2,
+                 .peer_changes = 3 };
 
     check_sb(&c, DRBD_SYNC_TARGET, DRBD_SB_BY_DISCARD_MY_DATA);
     c.self_discard = false;
@@ -1042,6 +1092,8 @@ static void test_names(void)
     g_assert_cmpstr(drbd_sb_resolution_str(DRBD_SB_BY_POLICY), ==, "policy");
     g_assert_cmpstr(drbd_sb_resolution_str(DRBD_SB_BY_DISCARD_MY_DATA), ==,
                     "discard-my-data");
+    g_assert_cmpstr(drbd_sb_resolution_str(DRBD_SB_BY_NO_CHANGES), ==,
+                    "no-changes");
     g_assert_cmpstr(drbd_sb_resolution_str(DRBD_SB__MAX), ==, "unknown");
 
     g_assert_cmpstr(drbd_uuid_cmp_str(DRBD_UUID_CMP_UNRELATED), ==,
@@ -1378,6 +1430,21 @@ static void test_life_split_brain(void)
     drbd_uuid_demote(&b);
     sa = side(a);
     sb = side(b);
+    /* b promoted, demoted without a write: it takes a's data */
+    sa.changes = 5;
+    g_assert_cmpint(handshake(&sa, &sb, false, &default_cfg, &res), ==,
+                    DRBD_SYNC_SOURCE);
+    g_assert_cmpint(res.rule, ==, 90);
+    g_assert_cmpint(res.resolution, ==, DRBD_SB_BY_NO_CHANGES);
+    g_assert_cmpint(handshake(&sb, &sa, true, &default_cfg, &res), ==,
+                    DRBD_SYNC_TARGET);
+    /* a still primary: the same */
+    sa.primary = true;
+    g_assert_cmpint(handshake(&sa, &sb, false, &default_cfg, &res), ==,
+                    DRBD_SYNC_SOURCE);
+    sa.primary = false;
+    /* both wrote: a split brain that the operator resolves */
+    sb.changes = 7;
     g_assert_cmpint(handshake(&sa, &sb, false, &default_cfg, &res), ==,
                     DRBD_SYNC_SPLIT_BRAIN);
     /* the operator throws b's changes away */
@@ -1914,6 +1981,8 @@ int main(int argc, char **argv)
                     test_handshake_views_disagree);
     g_test_add_func("/drbd-uuid/split-brain/default",
                     test_sb_default_never_resolves);
+    g_test_add_func("/drbd-uuid/split-brain/idle-secondary",
+                    test_sb_idle_secondary);
     g_test_add_func("/drbd-uuid/split-brain/0pri", test_sb_0pri);
     g_test_add_func("/drbd-uuid/split-brain/1pri", test_sb_1pri);
     g_test_add_func("/drbd-uuid/split-brain/2pri", test_sb_2pri);

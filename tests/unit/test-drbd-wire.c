@@ -303,6 +303,18 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         }
         return ret;
     }
+    case DRBD_CMD_REFUSE: {
+        DrbdRefuse r;
+
+        ret = drbd_wire_get_refuse(buf, len, &r, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, 8);
+            g_assert_cmpuint(r.reason, >=, 1);
+            g_assert_cmpuint(r.reason, <=, DRBD_REFUSE_MAX);
+            g_assert_cmpuint(r.node_id, <=, DRBD_WIRE_NODE_ID_MAX);
+        }
+        return ret;
+    }
     case DRBD_CMD_STATE_REPLY: {
         uint32_t result;
 
@@ -581,6 +593,12 @@ static GPtrArray *valid_packets(void)
         drbd_wire_put_empty(pkt, empty_cmds[i]);
         g_ptr_array_add(pkts, pkt);
     }
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_refuse(pkt, &(DrbdRefuse) {
+        .reason = DRBD_REFUSE_RESOURCE, .node_id = 3,
+    });
+    g_ptr_array_add(pkts, pkt);
 
     hello.flags = DRBD_HELLO_ALL;
     pkt = g_byte_array_new();
@@ -925,6 +943,53 @@ static void test_state_request(void)
     for (r = 0; r < 4; r++) {
         assert_failed(drbd_wire_get_state_reply(bad, r, &result, &err),
                       &err);
+    }
+}
+
+/* REFUSE: each reason and node id round-trips; nothing else decodes */
+static void test_refuse(void)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint8_t buf[16] = { 0 };
+    const uint8_t *payload;
+    Error *err = NULL;
+    DrbdRefuse r;
+    uint32_t reason, id;
+    size_t i;
+
+    for (reason = 1; reason <= DRBD_REFUSE_MAX; reason++) {
+        for (id = 0; id <= DRBD_WIRE_NODE_ID_MAX; id += 31) {
+            g_byte_array_set_size(pkt, 0);
+            drbd_wire_put_refuse(pkt, &(DrbdRefuse) {
+                .reason = reason, .node_id = id,
+            });
+            payload = check_header(pkt, DRBD_CMD_REFUSE);
+            g_assert_cmpuint(pkt->len, ==, HDR + 8);
+            g_assert_cmpuint(ldl_be_p(payload), ==, reason);
+            g_assert_cmpuint(ldl_be_p(payload + 4), ==, id);
+            g_assert_cmpint(drbd_wire_get_refuse(payload, 8, &r,
+                                                 &error_abort), ==, 0);
+            g_assert_cmpuint(r.reason, ==, reason);
+            g_assert_cmpuint(r.node_id, ==, id);
+        }
+    }
+    /* an unknown reason, a node id out of range, every wrong length */
+    stl_be_p(buf, 0);
+    assert_failed_with(drbd_wire_get_refuse(buf, 8, &r, &err), &err,
+                       "REFUSE packet: unknown reason 0");
+    stl_be_p(buf, DRBD_REFUSE_MAX + 1);
+    assert_failed(drbd_wire_get_refuse(buf, 8, &r, &err), &err);
+    stl_be_p(buf, DRBD_REFUSE_RESOURCE);
+    stl_be_p(buf + 4, DRBD_WIRE_NODE_ID_MAX + 1);
+    assert_failed_with(drbd_wire_get_refuse(buf, 8, &r, &err), &err,
+                       "REFUSE packet: node id 32 is above 31");
+    stl_be_p(buf + 4, UINT32_MAX);
+    assert_failed(drbd_wire_get_refuse(buf, 8, &r, &err), &err);
+    stl_be_p(buf + 4, 0);
+    for (i = 0; i < sizeof(buf); i++) {
+        if (i != 8) {
+            assert_failed(drbd_wire_get_refuse(buf, i, &r, &err), &err);
+        }
     }
 }
 
@@ -3659,6 +3724,7 @@ int main(int argc, char **argv)
                     test_digest_length_from_payload);
     g_test_add_func("/drbd-wire/read/round-trip", test_read_round_trip);
     g_test_add_func("/drbd-wire/new-uuid", test_new_uuid);
+    g_test_add_func("/drbd-wire/refuse", test_refuse);
     g_test_add_func("/drbd-wire/read/invalid", test_read_invalid);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
     g_test_add_func("/drbd-wire/mutation", test_mutation);
