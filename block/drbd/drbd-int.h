@@ -199,6 +199,7 @@ typedef struct DrbdPeer {
     bool resync_persisted;      /* target: its bitmap is on disk */
 
     bool state_req_sent;        /* s->lock: our STATE_REQ awaits a reply */
+    bool resize_sent;           /* s->lock: our RESIZE awaits a reply */
     /*
      * s->lock: this connection wants a resync from us, which the
      * resync's job runs (resync.c)
@@ -394,6 +395,12 @@ struct DrbdConnection {
     bool promote_granted;       /* it agreed; we are not primary yet */
     int state_reply;            /* its answer, or -1 while none */
     DrbdSleep state_sleep;      /* the request waits for it here */
+    /*
+     * Online growth (resize.c): the peer's RESIZE_REPLY (0 or an errno),
+     * -1 while none, and where the primary waits for it
+     */
+    int resize_reply;
+    DrbdSleep resize_sleep;
     DrbdPeer *peer;             /* the established connection, if any */
 
     /* The epochs of the writes sent to the peer (tl.c) */
@@ -898,6 +905,16 @@ int GRAPH_RDLOCK drbd_md_close(BDRVDrbdState *s);
 void drbd_md_free(BDRVDrbdState *s);
 int coroutine_fn GRAPH_RDLOCK
 drbd_md_co_resize(BDRVDrbdState *s, uint64_t size, Error **errp);
+int coroutine_fn GRAPH_RDLOCK
+drbd_co_resize_disk(BDRVDrbdState *s, uint64_t size, Error **errp);
+
+/* resize.c */
+int coroutine_fn GRAPH_RDLOCK
+drbd_co_resize_online(BDRVDrbdState *s, uint64_t size, Error **errp);
+int coroutine_fn drbd_peer_resize(DrbdPeer *peer, uint64_t size,
+                                  Error **errp);
+void coroutine_fn drbd_peer_wait_applies(DrbdPeer *peer);
+void drbd_peer_resize_reply(DrbdPeer *peer, uint32_t result);
 int GRAPH_RDLOCK drbd_md_grow(BDRVDrbdState *s, uint32_t max_peers,
                               int64_t node_id, int64_t peer_node_id,
                               Error **errp);

@@ -1464,8 +1464,8 @@ drbd_co_getlength(BlockDriverState *bs)
 
 /*
  * qemu-img resize -f drbd and block_resize: the data and its metadata
- * (drbd_md_co_resize()), on a node without peers; a node that replicates
- * would have to resize every peer with it
+ * (drbd_co_resize_disk()); a node that replicates grows with every peer
+ * (drbd_co_resize_online())
  */
 static int coroutine_fn GRAPH_RDLOCK
 drbd_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
@@ -1486,29 +1486,9 @@ drbd_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
         return -EINVAL;
     }
     if (drbd_replicates(s)) {
-        error_setg(errp, "drbd node '%s' replicates to peers: it cannot be "
-                   "resized while it runs", drbd_name(s));
-        error_append_hint(errp, "Stop every node of the resource, resize "
-                          "each image to the same size with 'qemu-img "
-                          "resize -f drbd', and start them again.\n");
-        return -ENOTSUP;
+        return drbd_co_resize_online(s, offset, errp);
     }
-    if (!s->md.child) {
-        /* meta-disk=none: the data alone */
-        int ret = bdrv_co_truncate(bs->file, offset, exact, prealloc, 0,
-                                   errp);
-
-        if (ret == 0) {
-            s->size = offset;
-        }
-        return ret;
-    }
-    if (!s->md.writable || s->md.failed) {
-        error_setg(errp, "drbd node '%s' cannot write its metadata",
-                   drbd_name(s));
-        return -EACCES;
-    }
-    return drbd_md_co_resize(s, offset, errp);
+    return drbd_co_resize_disk(s, offset, errp);
 }
 
 /*

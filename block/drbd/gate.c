@@ -280,6 +280,42 @@ int drbd_gate_state_reply(const DrbdGate *g, uint32_t result, Error **errp)
     return 0;
 }
 
+int drbd_gate_resize(const DrbdGate *g, uint64_t disk_size, Error **errp)
+{
+    if (g->peer_version < DRBD_PROTO_VERSION_RESIZE) {
+        error_setg(errp, "RESIZE from a peer of protocol version %" PRIu32,
+                   g->peer_version);
+        return -EINVAL;
+    }
+    if (g->role == DRBD_ROLE_PRIMARY || g->peer_role != DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "RESIZE from a %s peer while this node is %s: "
+                   "only a primary grows its secondaries",
+                   DrbdRole_str(g->peer_role), DrbdRole_str(g->role));
+        return -EINVAL;
+    }
+    if (g->cstate != DRBD_CONN_STATE_CONNECTED) {
+        error_setg(errp, "RESIZE while the connection is %s: a resource "
+                   "grows only in sync", DrbdConnState_str(g->cstate));
+        return -EINVAL;
+    }
+    if (disk_size < g->disk_size) {
+        error_setg(errp, "RESIZE to %" PRIu64 " bytes, less than the %"
+                   PRIu64 " of the disk: a disk only grows online",
+                   disk_size, g->disk_size);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int drbd_gate_resize_reply(const DrbdGate *g, Error **errp)
+{
+    if (!g->resize_sent) {
+        error_setg(errp, "RESIZE_REPLY, but no RESIZE waits for an answer");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int drbd_gate_data_request(const DrbdGate *g, const DrbdBlockAck *r,
                            Error **errp)
 {

@@ -42,6 +42,10 @@
  *   OV_REPLY                    answers an OV_REQUEST in flight with
  *                               that id, offset and length, in the kind
  *                               the request asked for
+ *   RESIZE                      not primary, the peer is primary,
+ *                               connected (no resync), a size no smaller
+ *                               than the disk's, from version 8
+ *   RESIZE_REPLY                answers a RESIZE we sent
  *
  * A "bitmap range" is non-empty, inside the disk, starts on a 4 KiB
  * block of the out-of-sync bitmap and ends on one or at the end of the
@@ -97,6 +101,7 @@ typedef struct DrbdGate {
     DrbdSyncDecision decision;
     uint32_t peer_version;      /* the protocol version both speak */
     bool state_req_sent;        /* a STATE_REQ of ours awaits its reply */
+    bool resize_sent;           /* a RESIZE of ours awaits its reply */
 
     /* What this node sent: guest writes have ids 1 .. last_req_id */
     uint64_t last_req_id;
@@ -220,6 +225,15 @@ int drbd_gate_state(const DrbdGate *g, uint16_t cmd,
  * version 6's.
  */
 int drbd_gate_state_reply(const DrbdGate *g, uint32_t result, Error **errp);
+
+/*
+ * A RESIZE to @disk_size bytes (disk_size, role, cstate, peer_role,
+ * peer_version)
+ */
+int drbd_gate_resize(const DrbdGate *g, uint64_t disk_size, Error **errp);
+
+/* A RESIZE_REPLY (resize_sent) */
+int drbd_gate_resize_reply(const DrbdGate *g, Error **errp);
 
 /*
  * A NEW_UUID.  Reads role, peer_role and peer_version: only a primary

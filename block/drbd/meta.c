@@ -1625,6 +1625,47 @@ undo:
     return ret;
 }
 
+/*
+ * Resize this node's data to @size bytes: its disk and metadata
+ * (drbd_md_co_resize()), the disk alone (meta-disk none), or nothing but
+ * the size (a diskless client, whose data is its peers').  Nothing is in
+ * flight on the node.
+ */
+int coroutine_fn GRAPH_RDLOCK
+drbd_co_resize_disk(BDRVDrbdState *s, uint64_t size, Error **errp)
+{
+    unsigned i;
+    int ret;
+
+    if (qatomic_read(&s->detached)) {
+        error_setg(errp, "drbd node '%s' is detached from its disk: attach "
+                   "it (drbd-attach) before it grows", drbd_name(s));
+        return -EIO;
+    }
+    if (s->md.child) {
+        if (!s->md.writable || s->md.failed) {
+            error_setg(errp, "drbd node '%s' cannot write its metadata",
+                       drbd_name(s));
+            return -EACCES;
+        }
+        return drbd_md_co_resize(s, size, errp);
+    }
+    if (s->bs->file) {
+        ret = bdrv_co_truncate(s->bs->file, size, false, PREALLOC_MODE_OFF,
+                               0, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    qemu_mutex_lock(&s->lock);
+    s->size = size;
+    for (i = 0; i < s->nr_conns; i++) {
+        hbitmap_truncate(s->conns[i]->oos, size);
+    }
+    qemu_mutex_unlock(&s->lock);
+    return 0;
+}
+
 void drbd_md_free(BDRVDrbdState *s)
 {
     g_clear_pointer(&s->md.al, drbd_al_cache_free);

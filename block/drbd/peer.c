@@ -337,6 +337,12 @@ static void drbd_peer_gate_locked(DrbdPeer *peer, DrbdGate *gate)
     };
 }
 
+/* Wait until every write received so far is done (before a RESIZE) */
+void coroutine_fn drbd_peer_wait_applies(DrbdPeer *peer)
+{
+    reqlist_wait_all(&peer->apply_reqs, 0, INT64_MAX, NULL);
+}
+
 /* Wait until the writes counted by *@count are done */
 static void coroutine_fn drbd_wait_applies(DrbdPeer *peer,
                                            unsigned *count)

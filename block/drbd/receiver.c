@@ -127,6 +127,25 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             }
             break;
         }
+        case DRBD_CMD_RESIZE_REPLY: {
+            uint32_t result;
+
+            ret = drbd_wire_get_resize_reply(payload, h.length, &result,
+                                             &err);
+            if (ret == 0) {
+                qemu_mutex_lock(&s->lock);
+                gate = (DrbdGate) { .resize_sent = peer->resize_sent };
+                ret = drbd_gate_resize_reply(&gate, &err);
+                if (ret == 0) {
+                    peer->resize_sent = false;
+                }
+                qemu_mutex_unlock(&s->lock);
+                if (ret == 0) {
+                    drbd_peer_resize_reply(peer, result);
+                }
+            }
+            break;
+        }
         case DRBD_CMD_NEW_UUID: {
             uint64_t uuid;
 
@@ -424,6 +443,15 @@ void coroutine_fn drbd_data_receiver(void *opaque)
                 ret = drbd_peer_state_request(peer, &st, &err);
             }
             break;
+        case DRBD_CMD_RESIZE: {
+            uint64_t size;
+
+            ret = drbd_wire_get_resize(payload, h.length, &size, &err);
+            if (ret == 0) {
+                ret = drbd_peer_resize(peer, size, &err);
+            }
+            break;
+        }
         default:
             error_setg(&err, "%s packet on the data channel",
                        drbd_cmd_name(h.cmd));

@@ -71,6 +71,16 @@
 #define REFUSE_NODE_ID          4
 #define REFUSE_SIZE             8
 
+/* RESIZE, RESIZE_REPLY */
+#define RESIZE_DISK_SIZE        0
+#define RESIZE_SIZE             8
+#define RESIZE_REPLY_RESULT     0
+#define RESIZE_REPLY_SIZE       4
+/* The largest size a RESIZE may ask for (the metadata's limit) */
+#define RESIZE_MAX_DISK_SIZE    (4ULL << 50)
+/* An errno, as a RESIZE_REPLY carries it */
+#define RESIZE_REPLY_MAX        4095
+
 /* DATA, ZEROES, DISCARD, RS_DATA */
 #define DATA_OFFSET             0
 #define DATA_ID                 8
@@ -174,6 +184,9 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_NEG_DREPLY]   = { "NEG_DREPLY", ACK_SIZE, ACK_SIZE },
     [DRBD_CMD_NEW_UUID]     = { "NEW_UUID", NEW_UUID_SIZE, NEW_UUID_SIZE },
     [DRBD_CMD_REFUSE]       = { "REFUSE", REFUSE_SIZE, REFUSE_SIZE },
+    [DRBD_CMD_RESIZE]       = { "RESIZE", RESIZE_SIZE, RESIZE_SIZE },
+    [DRBD_CMD_RESIZE_REPLY] = { "RESIZE_REPLY", RESIZE_REPLY_SIZE,
+                                RESIZE_REPLY_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -891,6 +904,62 @@ int drbd_wire_get_state_req(const uint8_t *buf, size_t len,
         return -EINVAL;
     }
     s->uuid = u;
+    return 0;
+}
+
+void drbd_wire_put_resize(GByteArray *out, uint64_t disk_size)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + RESIZE_SIZE];
+
+    put_header(buf, DRBD_CMD_RESIZE, RESIZE_SIZE);
+    stq_be_p(buf + DRBD_WIRE_HEADER_SIZE + RESIZE_DISK_SIZE, disk_size);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_resize_reply(GByteArray *out, uint32_t result)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + RESIZE_REPLY_SIZE];
+
+    assert(result <= RESIZE_REPLY_MAX);
+    put_header(buf, DRBD_CMD_RESIZE_REPLY, RESIZE_REPLY_SIZE);
+    stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + RESIZE_REPLY_RESULT, result);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+int drbd_wire_get_resize(const uint8_t *buf, size_t len, uint64_t *disk_size,
+                         Error **errp)
+{
+    uint64_t size;
+
+    if (check_len("RESIZE", len, RESIZE_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    size = ldq_be_p(buf + RESIZE_DISK_SIZE);
+    if (!size || size % DRBD_WIRE_ALIGN || size > RESIZE_MAX_DISK_SIZE) {
+        error_setg(errp, "RESIZE packet: a disk of %" PRIu64 " bytes (not "
+                   "a multiple of %d from %d to %llu)", size,
+                   DRBD_WIRE_ALIGN, DRBD_WIRE_ALIGN, RESIZE_MAX_DISK_SIZE);
+        return -EINVAL;
+    }
+    *disk_size = size;
+    return 0;
+}
+
+int drbd_wire_get_resize_reply(const uint8_t *buf, size_t len,
+                               uint32_t *result, Error **errp)
+{
+    uint32_t r;
+
+    if (check_len("RESIZE_REPLY", len, RESIZE_REPLY_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    r = ldl_be_p(buf + RESIZE_REPLY_RESULT);
+    if (r > RESIZE_REPLY_MAX) {
+        error_setg(errp, "RESIZE_REPLY packet: result %" PRIu32 " is not "
+                   "an errno", r);
+        return -EINVAL;
+    }
+    *result = r;
     return 0;
 }
 

@@ -54,8 +54,13 @@
  * answers with a REFUSE that says why, in place of its HELLO; it sends
  * it only to a peer whose HELLO offers version 7.
  */
+/*
+ * Version 8: RESIZE, a primary's request that its peers grow with it
+ * (online, block_resize), answered by RESIZE_REPLY; a node sends it only
+ * to a peer that speaks version 8.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  7
+#define DRBD_PROTO_VERSION_MAX  8
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
@@ -66,6 +71,8 @@
 #define DRBD_PROTO_VERSION_GEN_CHECK 6
 /* The first version with REFUSE */
 #define DRBD_PROTO_VERSION_REFUSE 7
+/* The first version with RESIZE and RESIZE_REPLY */
+#define DRBD_PROTO_VERSION_RESIZE 8
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -143,6 +150,10 @@ typedef enum DrbdCmd {
     DRBD_CMD_NEW_UUID       = 32,
     /* handshake (version 7), in place of a HELLO: why it is refused */
     DRBD_CMD_REFUSE         = 33,
+    /* online growth (version 8): the request on the data channel, */
+    DRBD_CMD_RESIZE         = 34,
+    /* its answer on the meta channel (0 or an errno) */
+    DRBD_CMD_RESIZE_REPLY   = 35,
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -405,6 +416,9 @@ void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid);
 void drbd_wire_put_refuse(GByteArray *out, const DrbdRefuse *r);
+void drbd_wire_put_resize(GByteArray *out, uint64_t disk_size);
+/* @result: 0, or the errno (positive, below 4096) of a failed resize */
+void drbd_wire_put_resize_reply(GByteArray *out, uint32_t result);
 /*
  * @cmd is DATA, ZEROES, DISCARD, RS_DATA, RS_ZEROES or DATA_REPLY; data
  * is appended for DATA, RS_DATA and DATA_REPLY only (@p->bytes of it
@@ -471,6 +485,12 @@ int drbd_wire_get_state_reply(const uint8_t *buf, size_t len,
 /* A NEW_UUID: refuses a UUID that names no data (0, "just created") */
 int drbd_wire_get_new_uuid(const uint8_t *buf, size_t len, uint64_t *uuid,
                            Error **errp);
+/* A RESIZE: a size that is a multiple of 512, and not above 4 PiB */
+int drbd_wire_get_resize(const uint8_t *buf, size_t len, uint64_t *disk_size,
+                         Error **errp);
+/* A RESIZE_REPLY: 0, or an errno below 4096 */
+int drbd_wire_get_resize_reply(const uint8_t *buf, size_t len,
+                               uint32_t *result, Error **errp);
 /* A REFUSE: a reason it knows, and a node id of 0 to 31 */
 int drbd_wire_get_refuse(const uint8_t *buf, size_t len, DrbdRefuse *r,
                          Error **errp);

@@ -161,6 +161,57 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
         }
         break;
     }
+    case DRBD_CMD_NEW_UUID: {
+        uint64_t uuid;
+
+        ret = drbd_wire_get_new_uuid(buf, len, &uuid, &err);
+        if (ret == 0) {
+            drbd_wire_put_new_uuid(pkt, uuid);
+            assert_same(pkt, orig, total);
+        }
+        break;
+    }
+    case DRBD_CMD_RESIZE: {
+        uint64_t size;
+
+        ret = drbd_wire_get_resize(buf, len, &size, &err);
+        if (ret == 0) {
+            assert(size && size % DRBD_WIRE_ALIGN == 0);
+            drbd_wire_put_resize(pkt, size);
+            assert_same(pkt, orig, total);
+        }
+        break;
+    }
+    case DRBD_CMD_RESIZE_REPLY: {
+        uint32_t result;
+
+        ret = drbd_wire_get_resize_reply(buf, len, &result, &err);
+        if (ret == 0) {
+            drbd_wire_put_resize_reply(pkt, result);
+            assert_same(pkt, orig, total);
+        }
+        break;
+    }
+    case DRBD_CMD_DATA_REQUEST:
+    case DRBD_CMD_NEG_DREPLY: {
+        DrbdBlockAck a;
+
+        ret = drbd_wire_get_block_ack(cmd, buf, len, ws->disk_size, &a,
+                                      &err);
+        if (ret == 0) {
+            assert(a.bytes > 0 && a.offset + a.bytes <= ws->disk_size);
+        }
+        break;
+    }
+    case DRBD_CMD_DATA_REPLY: {
+        DrbdDataPacket p;
+
+        ret = drbd_wire_get_data(cmd, buf, len, ws->disk_size, &p, &err);
+        if (ret == 0) {
+            assert(p.bytes > 0 && p.offset + p.bytes <= ws->disk_size);
+        }
+        break;
+    }
     case DRBD_CMD_UUIDS: {
         DrbdUuidsPacket u;
 

@@ -478,6 +478,40 @@ static void test_state_reply(void)
               err);
 }
 
+/* RESIZE: from a primary, connected, growing, version 8; its reply */
+static void test_resize(void)
+{
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    g.peer_version = DRBD_PROTO_VERSION_RESIZE;
+    assert_ok(drbd_gate_resize(&g, DISK_SIZE + BM, &err), err);
+    assert_ok(drbd_gate_resize(&g, DISK_SIZE, &err), err);
+    assert_refused(drbd_gate_resize(&g, DISK_SIZE - 512, &err), &err,
+                   "a disk only grows online");
+    g.peer_version = DRBD_PROTO_VERSION_RESIZE - 1;
+    assert_refused(drbd_gate_resize(&g, DISK_SIZE + BM, &err), &err,
+                   "RESIZE from a peer of protocol version 7");
+    g.peer_version = DRBD_PROTO_VERSION_RESIZE;
+    g.cstate = DRBD_CONN_STATE_SYNC_TARGET;
+    assert_refused(drbd_gate_resize(&g, DISK_SIZE + BM, &err), &err,
+                   "RESIZE while the connection is sync-target");
+    g.cstate = DRBD_CONN_STATE_CONNECTED;
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_resize(&g, DISK_SIZE + BM, &err), &err,
+                   "RESIZE from a secondary peer while this node is "
+                   "secondary");
+    g.peer_role = DRBD_ROLE_PRIMARY;
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_resize(&g, DISK_SIZE + BM, &err), &err,
+                   "only a primary grows its secondaries");
+
+    assert_refused(drbd_gate_resize_reply(&g, &err), &err,
+                   "RESIZE_REPLY, but no RESIZE waits for an answer");
+    g.resize_sent = true;
+    assert_ok(drbd_gate_resize_reply(&g, &err), err);
+}
+
 static void test_state_req_uuid(void)
 {
     DrbdGate g = secondary();
@@ -1056,6 +1090,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/state", test_state);
     g_test_add_func("/drbd-gate/state/role", test_state_role);
     g_test_add_func("/drbd-gate/state/reply", test_state_reply);
+    g_test_add_func("/drbd-gate/resize", test_resize);
     g_test_add_func("/drbd-gate/state/req-uuid", test_state_req_uuid);
     g_test_add_func("/drbd-gate/data-request", test_data_request);
     g_test_add_func("/drbd-gate/data-reply", test_data_reply);

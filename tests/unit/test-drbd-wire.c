@@ -303,6 +303,27 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         }
         return ret;
     }
+    case DRBD_CMD_RESIZE: {
+        uint64_t size;
+
+        ret = drbd_wire_get_resize(buf, len, &size, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, 8);
+            g_assert_cmpuint(size, >, 0);
+            g_assert_cmpuint(size % DRBD_WIRE_ALIGN, ==, 0);
+        }
+        return ret;
+    }
+    case DRBD_CMD_RESIZE_REPLY: {
+        uint32_t result;
+
+        ret = drbd_wire_get_resize_reply(buf, len, &result, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, 4);
+            g_assert_cmpuint(result, <, 4096);
+        }
+        return ret;
+    }
     case DRBD_CMD_REFUSE: {
         DrbdRefuse r;
 
@@ -598,6 +619,13 @@ static GPtrArray *valid_packets(void)
     drbd_wire_put_refuse(pkt, &(DrbdRefuse) {
         .reason = DRBD_REFUSE_RESOURCE, .node_id = 3,
     });
+    g_ptr_array_add(pkts, pkt);
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_resize(pkt, 3ULL << 30);
+    g_ptr_array_add(pkts, pkt);
+    pkt = g_byte_array_new();
+    drbd_wire_put_resize_reply(pkt, ENOSPC);
     g_ptr_array_add(pkts, pkt);
 
     hello.flags = DRBD_HELLO_ALL;
@@ -989,6 +1017,59 @@ static void test_refuse(void)
     for (i = 0; i < sizeof(buf); i++) {
         if (i != 8) {
             assert_failed(drbd_wire_get_refuse(buf, i, &r, &err), &err);
+        }
+    }
+}
+
+/* RESIZE and RESIZE_REPLY: round trips; sizes and results out of range */
+static void test_resize(void)
+{
+    static const uint64_t good[] = { 512, 4096, 1ULL << 40, 4ULL << 50 };
+    static const uint64_t bad[] = { 0, 511, 1ULL << 40 | 1,
+                                    (4ULL << 50) + 512, UINT64_MAX };
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint8_t buf[16] = { 0 };
+    const uint8_t *payload;
+    Error *err = NULL;
+    uint64_t size;
+    uint32_t result;
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(good); i++) {
+        g_byte_array_set_size(pkt, 0);
+        drbd_wire_put_resize(pkt, good[i]);
+        payload = check_header(pkt, DRBD_CMD_RESIZE);
+        g_assert_cmpuint(pkt->len, ==, HDR + 8);
+        g_assert_cmpint(drbd_wire_get_resize(payload, 8, &size,
+                                             &error_abort), ==, 0);
+        g_assert_cmpuint(size, ==, good[i]);
+    }
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        stq_be_p(buf, bad[i]);
+        assert_failed(drbd_wire_get_resize(buf, 8, &size, &err), &err);
+    }
+    stq_be_p(buf, 1);
+    assert_failed_with(drbd_wire_get_resize(buf, 8, &size, &err), &err,
+                       "RESIZE packet: a disk of 1 bytes (not a multiple "
+                       "of 512 from 512 to 4503599627370496)");
+    for (result = 0; result < 4096; result += 4095) {
+        g_byte_array_set_size(pkt, 0);
+        drbd_wire_put_resize_reply(pkt, result);
+        payload = check_header(pkt, DRBD_CMD_RESIZE_REPLY);
+        g_assert_cmpint(drbd_wire_get_resize_reply(payload, 4, &result,
+                                                   &error_abort), ==, 0);
+    }
+    stl_be_p(buf, 4096);
+    assert_failed_with(drbd_wire_get_resize_reply(buf, 4, &result, &err),
+                       &err, "RESIZE_REPLY packet: result 4096 is not an "
+                       "errno");
+    for (i = 0; i < sizeof(buf); i++) {
+        if (i != 8) {
+            assert_failed(drbd_wire_get_resize(buf, i, &size, &err), &err);
+        }
+        if (i != 4) {
+            assert_failed(drbd_wire_get_resize_reply(buf, i, &result,
+                                                     &err), &err);
         }
     }
 }
@@ -3725,6 +3806,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/read/round-trip", test_read_round_trip);
     g_test_add_func("/drbd-wire/new-uuid", test_new_uuid);
     g_test_add_func("/drbd-wire/refuse", test_refuse);
+    g_test_add_func("/drbd-wire/resize", test_resize);
     g_test_add_func("/drbd-wire/read/invalid", test_read_invalid);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
     g_test_add_func("/drbd-wire/mutation", test_mutation);
