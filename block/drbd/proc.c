@@ -200,4 +200,19 @@ void drbd_proc_format(GString *out, unsigned minor, const DrbdInfo *info)
         g_string_append_printf(out, "    last error: %s\n",
                                info->last_error);
     }
+    if (info->peers && info->peers->next) {
+        const DrbdPeerInfoList *l;
+
+        for (l = info->peers; l; l = l->next) {
+            if (l->value->last_error &&
+                g_strcmp0(l->value->last_error, info->last_error)) {
+                g_string_append_printf(out, "    peer %u last error: %s\n",
+                                       l->value->node_id,
+                                       l->value->last_error);
+            }
+        }
+    }
+    if (info->degraded) {
+        g_string_append_printf(out, "    %s\n", info->degraded);
+    }
 }

@@ -181,6 +181,16 @@ static void test_format_peers(void)
     out = format(0, &n.info);
     g_assert_true(g_str_has_prefix(out, "disk0: resource r0, node-id 1, "
                                    "suspended:fencing\n"));
+    g_free(out);
+
+    /* A peer's own last error, and a node that started without a peer */
+    p[1].last_error = (char *)"connecting: Connection refused";
+    n.info.degraded = (char *)"running degraded: peer node 2 not connected "
+                      "since the start";
+    out = format(0, &n.info);
+    g_assert_true(g_str_has_suffix(out, "0000000000000000\n"
+        "    peer 2 last error: connecting: Connection refused\n"
+        "    running degraded: peer node 2 not connected since the start\n"));
 }
 
 /* The progress line of a resync with @done of @total KiB */
