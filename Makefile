@@ -109,6 +109,7 @@ bench: build
 	python3 tests/bench/drbd-bench.py $(BLD) --read --kinds nbd-forward,drbd-C,drbd-C-diskless,drbd-C-remote,drbd-C-rr,drbd-C-least,drbd-C-target
 	python3 tests/bench/drbd-resync-bench.py $(BLD)
 	python3 tests/bench/drbd-resync-bench.py $(BLD) --pace
+	python3 tests/bench/drbd-mem-bench.py $(BLD)
 
 FUZZ_SECONDS ?= 60
 

@@ -879,11 +879,56 @@ static int64_t GRAPH_RDLOCK drbd_md_find_moved(BDRVDrbdState *s, int64_t len)
     return 0;
 }
 
+/*
+ * Bytes of the on-disk bitmap read at a time at open: the bitmap of a
+ * large disk (32 MiB per TiB) streams into the node's through a buffer of
+ * this size, not through a copy of all of it
+ */
+#define DRBD_BM_READ_CHUNK  (1024 * 1024)
+
+/* Read @conn's bitmap from its slot (@bm_bytes long) into conn->oos */
+static int GRAPH_RDLOCK drbd_bm_read_slot(BDRVDrbdState *s,
+                                          DrbdConnection *conn,
+                                          uint64_t bm_bytes, Error **errp)
+{
+    HBitmap *hb = conn->oos;
+    uint64_t base = s->md.sb.bm_offset + conn->slot * bm_bytes;
+    /* Items (bytes of data) per chunk: the bits of DRBD_BM_READ_CHUNK */
+    uint64_t span = (uint64_t)DRBD_BM_READ_CHUNK * 8 << DRBD_BM_GRANULARITY;
+    g_autofree uint8_t *buf = NULL;
+    uint64_t start;
+    int ret;
+
+    assert(span % hbitmap_serialization_align(hb) == 0);
+    if (!s->size) {
+        return 0;
+    }
+    buf = qemu_try_blockalign(s->md.child->bs, DRBD_BM_READ_CHUNK);
+    if (!buf) {
+        error_setg(errp, "Could not allocate %d bytes to read the "
+                   "out-of-sync bitmap", DRBD_BM_READ_CHUNK);
+        return -ENOMEM;
+    }
+    for (start = 0; start < s->size; start += span) {
+        uint64_t count = MIN(span, s->size - start);
+        uint64_t bytes = hbitmap_serialization_size(hb, start, count);
+        uint64_t off = hbitmap_serialization_size(hb, 0, start);
+
+        assert(bytes <= DRBD_BM_READ_CHUNK && off + bytes <= bm_bytes);
+        ret = drbd_md_read(s, base + off, bytes, buf, "bitmap", errp);
+        if (ret < 0) {
+            return ret;
+        }
+        hbitmap_deserialize_part(hb, buf, start, count, false);
+    }
+    hbitmap_deserialize_finish(hb);
+    return 0;
+}
+
 int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
                               int64_t data_len, Error **errp)
 {
     g_autofree uint8_t *sb_buf = NULL;
-    g_autofree uint8_t *bm_buf = NULL;
     g_autofree uint8_t *ring = NULL;
     g_autofree uint32_t *slots = NULL;
     Error *local_err = NULL;
@@ -949,22 +994,10 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
     drbd_oos_alloc(s);
     s->md.bm_blocks = DIV_ROUND_UP(s->size, DRBD_BM_BLOCK_SPAN) ?: 1;
     s->md.bm_dirty = bitmap_new(s->md.sb.max_peers * s->md.bm_blocks);
-    if (s->size) {
-        bm_buf = qemu_try_blockalign(s->md.child->bs, layout.bm_bytes);
-        if (!bm_buf) {
-            error_setg(errp, "Could not allocate %" PRIu64 " bytes for the "
-                       "out-of-sync bitmap", layout.bm_bytes);
-            return -ENOMEM;
-        }
-        for (i = 0; i < s->nr_conns; i++) {
-            ret = drbd_md_read(s, s->md.sb.bm_offset +
-                               s->conns[i]->slot * layout.bm_bytes,
-                               layout.bm_bytes, bm_buf, "bitmap", errp);
-            if (ret < 0) {
-                return ret;
-            }
-            hbitmap_deserialize_part(s->conns[i]->oos, bm_buf, 0, s->size,
-                                     true);
+    for (i = 0; i < s->nr_conns; i++) {
+        ret = drbd_bm_read_slot(s, s->conns[i], layout.bm_bytes, errp);
+        if (ret < 0) {
+            return ret;
         }
     }
 
