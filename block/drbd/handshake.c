@@ -504,6 +504,7 @@ static int drbd_handshake_decide(DrbdConnection *conn,
         .after_sb_1pri = pu->after_sb[1],
         .after_sb_2pri = pu->after_sb[2],
     };
+    DrbdHandshakeConfig cfg = conn->sb_cfg;
     DrbdHandshakeResult res;
     DrbdSyncDecision d;
 
@@ -514,8 +515,9 @@ static int drbd_handshake_decide(DrbdConnection *conn,
     }
 
     /* Decide from what we sent: the peer decides from the same */
+    cfg.idle_secondary_loses = s->nr_conns == 1;
     d = drbd_sync_handshake(self, &other, s->node_id < conn->peer_node_id,
-                            &conn->sb_cfg, &res);
+                            &cfg, &res);
     trace_drbd_sync_handshake(s->bs, drbd_sync_decision_str(d), res.rule,
                               drbd_uuid_cmp_str(res.uuid_cmp),
                               drbd_sb_resolution_str(res.resolution));

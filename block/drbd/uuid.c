@@ -441,7 +441,7 @@ static int resolve_split_brain(int hg, const SbView *v,
         }
     }
 
-    if (r == 0 && !full) {
+    if (r == 0 && !full && cfg->idle_secondary_loses) {
         /* Whatever the policies: it loses no write */
         r = sb_by_idle_secondary(v);
         if (r) {

@@ -277,6 +277,13 @@ typedef struct DrbdHandshakeConfig {
     DrbdAfterSbPolicy after_sb_0pri;
     DrbdAfterSbPolicy after_sb_1pri;
     DrbdAfterSbPolicy after_sb_2pri;
+    /*
+     * A resource of two nodes: a split brain that nothing else resolves
+     * makes a secondary without changes since the split (no bit in its
+     * bitmap) the sync target.  Not with more nodes: a secondary's bitmap
+     * toward one peer does not count the writes it took from another.
+     */
+    bool idle_secondary_loses;
 } DrbdHandshakeConfig;
 
 typedef struct DrbdHandshakeResult {

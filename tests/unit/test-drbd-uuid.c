@@ -432,6 +432,9 @@ static DrbdSyncDecision handshake(const DrbdHandshakeSide *self,
 }
 
 static const DrbdHandshakeConfig default_cfg;
+static const DrbdHandshakeConfig two_nodes_cfg = {
+    .idle_secondary_loses = true,
+};
 
 static void test_handshake_plain(void)
 {
@@ -661,6 +664,9 @@ static void test_sb_idle_secondary(void)
 {
     SbCase c = { .self_changes = 0, .peer_changes = 100 };
 
+    /* Only in a resource of two nodes (the caller says so) */
+    check_sb(&c, DRBD_SYNC_SPLIT_BRAIN, UNRESOLVED);
+    c.cfg.idle_secondary_loses = true;
     check_sb(&c, DRBD_SYNC_TARGET, DRBD_SB_BY_NO_CHANGES);
     c.peer_primary = true;
     check_sb(&c, DRBD_SYNC_TARGET, DRBD_SB_BY_NO_CHANGES);
@@ -1430,17 +1436,22 @@ static void test_life_split_brain(void)
     drbd_uuid_demote(&b);
     sa = side(a);
     sb = side(b);
-    /* b promoted, demoted without a write: it takes a's data */
+    /*
+     * b promoted, demoted without a write: of two nodes, it takes a's
+     * data; of more, it is a split brain as any
+     */
     sa.changes = 5;
     g_assert_cmpint(handshake(&sa, &sb, false, &default_cfg, &res), ==,
+                    DRBD_SYNC_SPLIT_BRAIN);
+    g_assert_cmpint(handshake(&sa, &sb, false, &two_nodes_cfg, &res), ==,
                     DRBD_SYNC_SOURCE);
     g_assert_cmpint(res.rule, ==, 90);
     g_assert_cmpint(res.resolution, ==, DRBD_SB_BY_NO_CHANGES);
-    g_assert_cmpint(handshake(&sb, &sa, true, &default_cfg, &res), ==,
+    g_assert_cmpint(handshake(&sb, &sa, true, &two_nodes_cfg, &res), ==,
                     DRBD_SYNC_TARGET);
     /* a still primary: the same */
     sa.primary = true;
-    g_assert_cmpint(handshake(&sa, &sb, false, &default_cfg, &res), ==,
+    g_assert_cmpint(handshake(&sa, &sb, false, &two_nodes_cfg, &res), ==,
                     DRBD_SYNC_SOURCE);
     sa.primary = false;
     /* both wrote: a split brain that the operator resolves */
