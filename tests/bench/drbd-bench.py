@@ -96,6 +96,10 @@ parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'drbd-C-3node (ratios need nbd-forward)')
 parser.add_argument('--read', action='store_true',
                     help='measure reads instead of writes')
+parser.add_argument('--tls-priority', default=None,
+                    help='the GnuTLS priority string of the TLS kinds\' '
+                    'credentials (both ends), e.g. '
+                    'NORMAL:-CHACHA20-POLY1305 (default: QEMU\'s)')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -190,10 +194,12 @@ class Setup:
         with open(os.path.join(psk_dir, 'keys.psk'), 'w',
                   encoding='ascii') as f:
             f.write('qemu:' + os.urandom(32).hex() + '\n')
+        prio = (f',priority={args.tls_priority}' if args.tls_priority
+                else '')
         tls_server = ['--object', 'tls-creds-psk,id=tls0,endpoint=server,'
-                      f'dir={psk_dir}']
+                      f'dir={psk_dir}{prio}']
         tls_client = ['--object', 'tls-creds-psk,id=tls0,endpoint=client,'
-                      f'dir={psk_dir}']
+                      f'dir={psk_dir}{prio}']
 
         if kind == 'local':
             self.target = ['--image-opts', null('front')]
