@@ -1102,7 +1102,7 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
 
 /* secure.c */
 int drbd_secure_open(DrbdConnection *conn, BlockdevOptionsDrbd *o,
-                     Error **errp);
+                     const DrbdPeerOptions *po, Error **errp);
 void drbd_secure_close(DrbdConnection *conn);
 uint32_t drbd_secure_hello_flags(DrbdConnection *conn);
 int drbd_secure_check_hello(DrbdConnection *conn, const DrbdHello *h,

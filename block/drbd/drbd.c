@@ -249,7 +249,7 @@ static int drbd_apply_conn_options(DrbdConnection *conn,
                             &conn->sb_cfg.after_sb_2pri, errp) < 0) {
         return -EINVAL;
     }
-    return drbd_secure_open(conn, o, errp);
+    return drbd_secure_open(conn, o, po, errp);
 }
 
 /* The node's options, then its connection's (one peer, for now) */

@@ -79,24 +79,31 @@ static QCryptoTLSCreds *drbd_tls_creds(const char *id, bool client,
 }
 
 int drbd_secure_open(DrbdConnection *conn, BlockdevOptionsDrbd *o,
-                     Error **errp)
+                     const DrbdPeerOptions *po, Error **errp)
 {
     bool client = conn->connects;
+    /* A peer's own credentials: a node is the client of some peers */
+    const char *creds = po && po->tls_creds ? po->tls_creds : o->tls_creds;
 
-    if (o->tls_creds) {
+    if (creds) {
         if (!conn->listen_addr && !conn->peer_addr) {
             error_setg(errp, "tls-creds needs a peer: set listen or peer");
             return -EINVAL;
         }
-        conn->tls_creds = drbd_tls_creds(o->tls_creds, client, errp);
+        conn->tls_creds = drbd_tls_creds(creds, client, errp);
         if (!conn->tls_creds) {
+            if (po) {
+                error_prepend(errp, "peer node %d: ", po->node_id);
+            }
             return -EINVAL;
         }
     } else if (o->tls_authz || o->tls_hostname) {
         error_setg(errp, "tls-authz and tls-hostname need tls-creds");
         return -EINVAL;
     }
-    if (o->tls_authz) {
+    if (po && o->tls_authz && client) {
+        /* With peers, tls-authz checks those that connect to this node */
+    } else if (o->tls_authz) {
         if (client) {
             error_setg(errp, "tls-authz checks the peers that connect, but "
                        "this node connects to its peer");
@@ -106,7 +113,9 @@ int drbd_secure_open(DrbdConnection *conn, BlockdevOptionsDrbd *o,
         }
         conn->tls_authz = g_strdup(o->tls_authz);
     }
-    if (o->tls_hostname) {
+    if (po && o->tls_hostname && !client) {
+        /* ... and tls-hostname those this node connects to */
+    } else if (o->tls_hostname) {
         if (!client) {
             error_setg(errp, "tls-hostname names the peer that this node "
                        "connects to, but this node accepts its peer");
