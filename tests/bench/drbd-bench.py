@@ -96,10 +96,11 @@ parser.add_argument('--kinds', help='comma-separated subset of: ' +
                     'drbd-C-3node (ratios need nbd-forward)')
 parser.add_argument('--read', action='store_true',
                     help='measure reads instead of writes')
-parser.add_argument('--tls-priority', default=None,
+parser.add_argument('--tls-priority',
+                    default='NORMAL:-CHACHA20-POLY1305:+CHACHA20-POLY1305',
                     help='the GnuTLS priority string of the TLS kinds\' '
-                    'credentials (both ends), e.g. '
-                    'NORMAL:-CHACHA20-POLY1305 (default: QEMU\'s)')
+                    'credentials (both ends; default: qemu-drbdadm\'s, '
+                    'NORMAL with ChaCha20 last; "qemu": QEMU\'s own, NORMAL)')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -194,8 +195,8 @@ class Setup:
         with open(os.path.join(psk_dir, 'keys.psk'), 'w',
                   encoding='ascii') as f:
             f.write('qemu:' + os.urandom(32).hex() + '\n')
-        prio = (f',priority={args.tls_priority}' if args.tls_priority
-                else '')
+        prio = (f',priority={args.tls_priority}'
+                if args.tls_priority != 'qemu' else '')
         tls_server = ['--object', 'tls-creds-psk,id=tls0,endpoint=server,'
                       f'dir={psk_dir}{prio}']
         tls_client = ['--object', 'tls-creds-psk,id=tls0,endpoint=client,'
