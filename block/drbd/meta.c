@@ -919,7 +919,16 @@ static int GRAPH_RDLOCK drbd_bm_read_slot(BDRVDrbdState *s,
         if (ret < 0) {
             return ret;
         }
-        hbitmap_deserialize_part(hb, buf, start, count, false);
+        /*
+         * The node's bitmap starts out zero and its memory untouched: a
+         * part that is zero on disk stays so, and costs no resident
+         * memory until a bit in it is set
+         */
+        if (!buffer_is_zero(buf, bytes)) {
+            hbitmap_deserialize_part(hb, buf, start, count, false);
+        } else if (hbitmap_next_dirty(hb, start, count) >= 0) {
+            hbitmap_deserialize_zeroes(hb, start, count, false);
+        }
     }
     hbitmap_deserialize_finish(hb);
     return 0;

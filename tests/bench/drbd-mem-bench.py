@@ -9,12 +9,17 @@
 #   drbd      a drbd node with internal metadata, one peer (it listens on
 #             127.0.0.1 for a peer that never comes)
 #   drbd-3    the same with two peers (max-peers=2)
+#   drbd-dirty  one peer, over an image whose bitmap has a bit set in
+#             every 4 KiB of it (one 4 KiB write per 128 MiB, made while
+#             the peer was away): the worst case, all of the bitmap
+#             resident
 #
 # and reads /proc/PID/status once the node is open and idle: VmRSS (the
 # steady figure) and VmHWM (the peak, the open included).  Each figure is
 # the median of --repeat runs; the table gives each kind's figures minus
-# raw's, measured in the same run, in MiB.  The bitmap costs 32 MiB per
-# TiB and peer slot in memory (one bit per 4 KiB).
+# raw's, measured in the same run, in MiB.  The bitmap is 32 MiB per TiB
+# and peer slot (one bit per 4 KiB); only the parts of it with bits set
+# (or set since the open) are resident.
 #
 # usage: drbd-mem-bench.py BUILDDIR [--repeat N] [--size BYTES] [--dir DIR]
 #
@@ -41,6 +46,7 @@ args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
 QEMU_IMG = os.path.join(BUILD, 'qemu-img')
+QEMU_IO = os.path.join(BUILD, 'qemu-io')
 QSD = os.path.join(BUILD, 'storage-daemon', 'qemu-storage-daemon')
 MiB = 1024 * 1024
 
@@ -87,7 +93,7 @@ def measure(kind: str, img: str, tmp: str) -> dict:
         port = free_port()
         node = (f'driver=drbd,node-name=n,file.driver=file,'
                 f'file.filename={img},role=secondary,node-id=0')
-        if kind == 'drbd':
+        if kind in ('drbd', 'drbd-dirty'):
             node += (f',peer-node-id=1,listen.type=inet,'
                      f'listen.host=127.0.0.1,listen.port={port}')
         else:
@@ -117,12 +123,29 @@ def measure(kind: str, img: str, tmp: str) -> dict:
         proc.wait(30)
 
 
+def dirty(img: str) -> None:
+    """A drbd image whose bitmap has a bit in each of its 4 KiB blocks"""
+    subprocess.run([QEMU_IMG, 'create', '-q', '-f', 'drbd', img,
+                    str(args.size)], check=True)
+    step = 4096 * 8 * 4096      # the data one 4 KiB bitmap block covers
+    script = ''.join(f'write {off} 4k\n'
+                     for off in range(0, args.size, step))
+    node = {'driver': 'drbd', 'role': 'primary', 'node-id': 0,
+            'peer-node-id': 1,
+            'listen': {'type': 'inet', 'host': '127.0.0.1',
+                       'port': str(free_port())},
+            'file': {'driver': 'file', 'filename': img}}
+    subprocess.run([QEMU_IO, 'json:' + json.dumps(node)], input=script,
+                   text=True, stdout=subprocess.DEVNULL, check=True)
+
+
 def main() -> None:
     tmp = tempfile.mkdtemp(dir=args.dir or '/var/tmp',
                            prefix='drbd-mem-bench.')
     imgs = {'raw': os.path.join(tmp, 'raw.img'),
             'drbd': os.path.join(tmp, 'drbd.img'),
-            'drbd-3': os.path.join(tmp, 'drbd3.img')}
+            'drbd-3': os.path.join(tmp, 'drbd3.img'),
+            'drbd-dirty': os.path.join(tmp, 'drbd-dirty.img')}
     try:
         subprocess.run([QEMU_IMG, 'create', '-q', '-f', 'raw', imgs['raw'],
                         str(args.size)], check=True)
@@ -131,6 +154,7 @@ def main() -> None:
         subprocess.run([QEMU_IMG, 'create', '-q', '-f', 'drbd', '-o',
                         'max-peers=2', imgs['drbd-3'], str(args.size)],
                        check=True)
+        dirty(imgs['drbd-dirty'])
         runs = {k: [] for k in imgs}
         for _ in range(args.repeat):
             for kind, img in imgs.items():
@@ -140,7 +164,7 @@ def main() -> None:
         print(f'drbd node memory over a {args.size / (1 << 40):g} TiB image '
               f'(median of {args.repeat}; minus raw, MiB)')
         print(f'{"kind":10} {"steady (RSS)":>14} {"peak (HWM)":>12}')
-        for kind in ('drbd', 'drbd-3'):
+        for kind in ('drbd', 'drbd-3', 'drbd-dirty'):
             print(f'{kind:10} '
                   f'{(med[kind]["VmRSS"] - med["raw"]["VmRSS"]) / MiB:14.1f} '
                   f'{(med[kind]["VmHWM"] - med["raw"]["VmHWM"]) / MiB:12.1f}')
