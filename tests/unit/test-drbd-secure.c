@@ -179,6 +179,19 @@ static void test_crc32c(void)
                             iov_crc32c(0xffffffff, &iov, 1));
         }
     }
+    /* Around the lengths that run three streams, and several of them */
+    for (size_t len = 3000; len <= 3200; len += 3) {
+        struct iovec iov = { buf + len % 16, len };
+
+        g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
+                        iov_crc32c(0xffffffff, &iov, 1));
+    }
+    for (size_t len = 4000; len <= 4096; len++) {
+        struct iovec iov = { buf + 64 - len % 64, len };
+
+        g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
+                        iov_crc32c(0xffffffff, &iov, 1));
+    }
     for (size_t cut = 0; cut <= 4096; cut += 1 + cut / 3) {
         struct iovec parts[] = {
             { buf + 3, cut }, { buf + 3 + cut, 4096 - cut },
