@@ -35,6 +35,14 @@
 /* The listen backlog: connections the kernel holds until we accept */
 #define DRBD_LISTEN_BACKLOG     32
 
+/*
+ * The pause between connect attempts that found no one listening, for
+ * DRBD_RETRY_FAST_WINDOW_NS after the open and after a connection that
+ * was up broke, when shorter than connect-interval
+ */
+#define DRBD_RETRY_FAST_NS          (50 * SCALE_MS)
+#define DRBD_RETRY_FAST_WINDOW_NS   (5 * NANOSECONDS_PER_SECOND)
+
 /* The channel in its HELLO exchange, for drbd_conn_stop() to cut short */
 static void drbd_set_establishing(DrbdConnection *conn, QIOChannel *ioc)
 {
@@ -487,7 +495,8 @@ static void coroutine_fn drbd_stray_co(void *opaque)
 }
 
 /* Establish a connection: the two channels and the handshake */
-static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
+static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn,
+                                             bool *reached, Error **errp)
 {
     ERRP_GUARD();
     BDRVDrbdState *s = conn->s;
@@ -496,6 +505,7 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
     DrbdPeer *peer;
     int ret;
 
+    *reached = false;
     if (conn->connects) {
         data = drbd_connect_channel(conn, false, errp);
         if (!data) {
@@ -510,6 +520,7 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn, Error **errp)
         return NULL;
     }
 
+    *reached = true;
     peer = drbd_peer_new(conn, data, meta);
     drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_REPORT_PARAMS, -1, -1, -1,
                    "connected, handshake");
@@ -751,16 +762,35 @@ static void drbd_conn_take_options(DrbdConnection *conn)
     }
 }
 
+/*
+ * The pause after a failed connection attempt at @now: connect-interval,
+ * but DRBD_RETRY_FAST_NS (if shorter) until @fast_until, the end of a
+ * window after the open and after a connection that was up broke.  Only
+ * one node of a pair connects: a restarted peer that listens cannot make
+ * itself known, and is found this much sooner, while a peer that stays
+ * away costs a connect attempt per DRBD_RETRY_FAST_NS for a few seconds.
+ * Only the connecting node's pause matters; a listening node's attempt
+ * is its wait for the peer.
+ */
+static int64_t drbd_retry_pause(int64_t interval, int64_t now,
+                                int64_t fast_until)
+{
+    return now < fast_until ? MIN(interval, DRBD_RETRY_FAST_NS) : interval;
+}
+
 static void coroutine_fn drbd_conn_co(void *opaque)
 {
     DrbdConnection *conn = opaque;
     BDRVDrbdState *s = conn->s;
     bool was_again_now = false;
+    /* Until when a failed attempt is tried again after DRBD_RETRY_FAST_NS */
+    int64_t fast_until = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                         DRBD_RETRY_FAST_WINDOW_NS;
 
     while (!qatomic_read(&s->closing)) {
         Error *err = NULL;
         DrbdPeer *peer;
-        bool again_now = false;
+        bool again_now = false, reached;
 
         drbd_co_rehome(s);
         drbd_conn_take_options(conn);
@@ -775,7 +805,7 @@ static void coroutine_fn drbd_conn_co(void *opaque)
             }
             continue;
         }
-        peer = drbd_establish(conn, &err);
+        peer = drbd_establish(conn, &reached, &err);
 
         if (peer) {
             int64_t up = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
@@ -791,6 +821,8 @@ static void coroutine_fn drbd_conn_co(void *opaque)
             again_now = !was_again_now ||
                         qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - up >=
                         conn->connect_interval_ns;
+            fast_until = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                         DRBD_RETRY_FAST_WINDOW_NS;
         } else {
             /* A handshake that failed says why, as a lost connection does */
             drbd_set_state(s, conn, -1, DRBD_CONN_STATE_WF_CONNECTION, -1, -1,
@@ -804,9 +836,11 @@ static void coroutine_fn drbd_conn_co(void *opaque)
         was_again_now = again_now;
         if (!qatomic_read(&s->closing) && conn->connects &&
             !conn->connect_held && !again_now) {
-            int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                               conn->connect_interval_ns;
-            int64_t now;
+            int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            /* A peer that was there but refused is not pressed faster */
+            int64_t deadline = now + drbd_retry_pause(conn->connect_interval_ns,
+                                                      now, reached ? now :
+                                                      fast_until);
 
             /* A move wakes the sleep early: sleep on at the new home */
             while (!qatomic_read(&s->closing) &&

@@ -27,6 +27,13 @@
 #                 target is sync-target (the invalidate makes the nodes
 #                 reconnect first)
 #   resync-sparse the same over the images as created (holes)
+#   link-sparse   as link, into a raw file as created (a hole): tmpfs
+#                 allocates its pages as the writes come
+#   resync-new    a new replica: a pair over images as created (holes),
+#                 node b killed, the size's bytes written on a through an
+#                 NBD export (qemu-img bench -w --pattern), b started
+#                 again; timed from b's start until both are `connected`
+#                 with `oos` 0, and compared with link-sparse
 #   resync-ping   the same as resync with ping-timeout=--ping-timeout (and
 #                 ping-interval=--ping-interval, if given) on both nodes.
 #                 During a resync pings come every ping-timeout: a peer
@@ -361,12 +368,14 @@ def wait_timeout(size):
 
 # --- measures -------------------------------------------------------------
 
-def measure_link(workdir, ports, size):
+def measure_link(workdir, ports, size, fill=True):
     img = os.path.join(workdir, 'link.raw')
     run_img(['create', '-q', '-f', 'raw', img, str(size)])
     # Written over, as the resyncs write over their filled images: tmpfs
-    # allocating its pages is not the link's cost
-    fill_images([img], size)
+    # allocating its pages is not the link's cost (but is with fill=False,
+    # the link for a new replica)
+    if fill:
+        fill_images([img], size)
     port = ports.take()
     d = None
     try:
@@ -404,12 +413,13 @@ class Pair:
                 f',{k}={v}' for k, v in opts.items())
             if args.connect_interval is not None:
                 common += f',connect-interval={args.connect_interval}'
-            self.b = self.start(workdir, 'b', [
+            self.b_argv = [
                 '--blockdev', f'driver=file,node-name=b-file,'
                 f'filename={self.imgs[1]}',
                 '--blockdev', common + ',node-name=b,file=b-file,node-id=1,'
                 f'role=secondary,listen.type=inet,listen.host={HOST},'
-                f'listen.port={port}'])
+                f'listen.port={port}']
+            self.b = self.start(workdir, 'b', self.b_argv)
             self.a = self.start(workdir, 'a', [
                 '--blockdev', f'driver=file,node-name=a-file,'
                 f'filename={self.imgs[0]}',
@@ -462,12 +472,14 @@ class Watch:
     syncing) again, and the connection losses in between.
     """
 
-    def __init__(self, pair, resync):
+    def __init__(self, pair, resync, fresh=()):
         self.pair = pair
         self.resync = resync
         self.state = {}
         for d in pair.daemons:
-            d.qmp.take_events()
+            # a daemon just started: everything it said is of this watch
+            if d not in fresh:
+                d.qmp.take_events()
             self.state[d.name] = {'synced': not resync, 'sync_at': None,
                                   'done_at': None, 'losses': 0}
         self.reasons = []
@@ -511,58 +523,102 @@ class Watch:
         return max(st['losses'] for st in self.state.values())
 
 
+def wait_resynced(pair, w, t0, size):
+    """
+    Wait for the end of the resync that @w watches (from @t0): both nodes
+    connected with nothing out of sync and b up to date; the figures
+    """
+    a, b = pair.a, pair.b
+    deadline = time.monotonic() + wait_timeout(size)
+    next_poll = time.monotonic() + 0.5
+    end = None
+    while end is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f'resync not finished after {wait_timeout(size):.0f} s: '
+                f'a {a.drbd()["connection"]}, b {b.drbd()["connection"]}'
+                f' oos {b.drbd()["counters"]["oos"]}; losses: '
+                + '; '.join(w.reasons))
+        w.pump(0.5)
+        events_done = all(st['done_at'] is not None
+                          for st in w.state.values())
+        if not events_done and time.monotonic() < next_poll:
+            continue
+        next_poll = time.monotonic() + 0.5
+        infos = [a.drbd(), b.drbd()]
+        if not all(i['connection'] == 'connected' and
+                   i['counters']['oos'] == 0 for i in infos):
+            continue
+        if infos[1]['disk'] != 'up-to-date':
+            continue
+        w.feed()
+        if all(st['done_at'] is not None for st in w.state.values()):
+            end = max(st['done_at'] for st in w.state.values())
+        else:
+            # the events missed (should not happen): the poll's time
+            end = time.time()
+    sync_at = w.state['b']['sync_at'] or t0
+    return {
+        'rate': size / MiB / (end - t0),
+        'sync_rate': size / MiB / max(end - sync_at, 1e-6),
+        'reconnect': sync_at - t0,
+        'losses': w.losses(),
+        'reasons': w.reasons,
+    }
+
+
 def measure_resync(workdir, ports, size, opts, fill=True):
     pair = Pair(workdir, ports, size, opts, fill)
     try:
-        a, b = pair.a, pair.b
+        b = pair.b
         before = b.drbd()['counters']
         w = Watch(pair, resync=True)
         t0 = time.time()
         b.cmd('drbd-invalidate', node_name='b')
-        deadline = time.monotonic() + wait_timeout(size)
-        next_poll = time.monotonic() + 0.5
-        end = None
-        while end is None:
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f'resync not finished after {wait_timeout(size):.0f} s: '
-                    f'a {a.drbd()["connection"]}, b {b.drbd()["connection"]}'
-                    f' oos {b.drbd()["counters"]["oos"]}; losses: '
-                    + '; '.join(w.reasons))
-            w.pump(0.5)
-            events_done = all(st['done_at'] is not None
-                              for st in w.state.values())
-            if not events_done and time.monotonic() < next_poll:
-                continue
-            next_poll = time.monotonic() + 0.5
-            infos = [a.drbd(), b.drbd()]
-            if not all(i['connection'] == 'connected' and
-                       i['counters']['oos'] == 0 for i in infos):
-                continue
-            if infos[1]['disk'] != 'up-to-date':
-                continue
-            w.feed()
-            if all(st['done_at'] is not None for st in w.state.values()):
-                end = max(st['done_at'] for st in w.state.values())
-            else:
-                # the events missed (should not happen): the poll's time
-                end = time.time()
+        res = wait_resynced(pair, w, t0, size)
         after = b.drbd()['counters']
-        sync_at = w.state['b']['sync_at'] or t0
-        res = {
-            'rate': size / MiB / (end - t0),
-            'sync_rate': size / MiB / max(end - sync_at, 1e-6),
-            'reconnect': sync_at - t0,
-            'nr': (after['nr'] - before['nr']) / size,
-            'same': (after['same-csum'] - before['same-csum']) / size,
-            'losses': w.losses(),
-            'reasons': w.reasons,
-        }
+        res['nr'] = (after['nr'] - before['nr']) / size
+        res['same'] = (after['same-csum'] - before['same-csum']) / size
         return res
     finally:
         pair.stop()
         pair.remove_images()
 
+
+def measure_new_replica(workdir, ports, size):
+    """
+    A replica that missed all of the disk's data while its data area is
+    still a hole, as a new one is: a pair of images as created, b killed,
+    @size bytes written on a (through its NBD export), b started again;
+    from b's start until both are connected with nothing out of sync
+    """
+    pair = Pair(workdir, ports, size, {}, fill=False, export=True)
+    try:
+        a, b = pair.a, pair.b
+        argv = pair.b_argv
+        b.kill()
+        pair.daemons.remove(b)
+        deadline = time.monotonic() + 30
+        while a.drbd()['connection'] == 'connected':
+            if time.monotonic() > deadline:
+                raise RuntimeError('a still connected 30 s after b\'s kill')
+            time.sleep(0.01)
+        img_bench(['-w', '--pattern', '0x5a', '-s', '1M', '-d', '8', '-c',
+                   str(size // MiB), '-t', 'none', '-f', 'raw',
+                   f'nbd+unix:///a?socket={pair.nbd_sock}'])
+        oos = a.drbd()['counters']['oos']
+        if oos != size:
+            raise RuntimeError(f'{oos} bytes out of sync, not {size}')
+        t0 = time.time()
+        pair.b = b = pair.start(workdir, 'b', argv)
+        w = Watch(pair, resync=True, fresh=(b,))
+        res = wait_resynced(pair, w, t0, size)
+        res['nr'] = b.drbd()['counters']['nr'] / size
+        res['same'] = 0.0
+        return res
+    finally:
+        pair.stop()
+        pair.remove_images()
 
 
 class NbdGuest(Nbd):
@@ -752,7 +808,10 @@ def one_run(workdir, ports, size):
     out = {}
     steps = [
         ('link', lambda: measure_link(workdir, ports, size)),
+        ('link-sparse', lambda: measure_link(workdir, ports, size,
+                                             fill=False)),
         ('resync', lambda: measure_resync(workdir, ports, size, {})),
+        ('resync-new', lambda: measure_new_replica(workdir, ports, size)),
         ('resync-sparse', lambda: measure_resync(workdir, ports, size, {},
                                                  fill=False)),
         ('resync-ping', lambda: measure_resync(
@@ -837,7 +896,7 @@ def report(label, size, runs):
     def vs(step, base_step, base_name):
         """Ratio from the command, and of the resyncs proper"""
         a = ratio(med(runs, step, 'rate'), med(runs, base_step, 'rate'))
-        key = 'rate' if base_step == 'link' else 'sync_rate'
+        key = 'rate' if base_step.startswith('link') else 'sync_rate'
         b = ratio(med(runs, step, 'sync_rate'), med(runs, base_step, key))
         return (f'{fmt(a, ".2f")} x {base_name} (resync proper: '
                 f'{fmt(b, ".2f")})')
@@ -846,6 +905,12 @@ def report(label, size, runs):
     rsp = med(runs, 'resync-sparse', 'rate')
     row('resync (bitmap, drbd-invalidate)', rs,
         vs('resync', 'link', 'link'), 'nr/dirty <= 1.01', 'resync')
+    row('link into a sparse file', med(runs, 'link-sparse', 'rate'), '',
+        '', 'link-sparse')
+    row('resync onto a new replica (target a hole, b restarted)',
+        med(runs, 'resync-new', 'rate'),
+        vs('resync-new', 'link-sparse', 'link into a sparse file'),
+        '>= 0.95 x', 'resync-new')
     row('resync, images as created (data area a hole)', rsp,
         vs('resync-sparse', 'link', 'link'), '', 'resync-sparse')
     row(f'resync, {PING_OPTS}', rp,
