@@ -103,10 +103,14 @@ check-qemu: build
 check-ha: deps
 	python3 tests/ha/test-pacemaker-harness.py $(HA_ARGS)
 
+# A directory on a real disk, for the O_DIRECT series of make bench
+BENCH_DISK_DIR ?= /var/tmp
+
 bench: build
 	python3 tests/bench/drbd-bench.py $(BLD)
 	python3 tests/bench/drbd-bench.py $(BLD) --disk-latency-ns 100000 --iothreads
 	python3 tests/bench/drbd-bench.py $(BLD) --read --kinds nbd-forward,drbd-C,drbd-C-diskless,drbd-C-remote,drbd-C-rr,drbd-C-least,drbd-C-target
+	python3 tests/bench/drbd-bench.py $(BLD) --disk-dir $(BENCH_DISK_DIR)
 	python3 tests/bench/drbd-resync-bench.py $(BLD)
 	python3 tests/bench/drbd-resync-bench.py $(BLD) --pace
 	python3 tests/bench/drbd-mem-bench.py $(BLD)

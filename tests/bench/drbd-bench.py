@@ -62,8 +62,21 @@
 # fire to the microsecond, and the latency series then compares engines
 # on equal disks.
 #
+# --disk-dir DIR puts a real disk under the first daemon: its disk (the
+# drbd primary's, nbd-hop's) is a raw file of 256 MiB in DIR, written full
+# beforehand, opened with O_DIRECT (cache.direct=on, aio=native); the
+# second daemon's disk (the drbd secondary's, NBD forwarding's target) a
+# file on tmpfs.  The drbd nodes then have internal metadata (the images
+# are `qemu-img create -f drbd`), and drbd-C-nomd is drbd-C with
+# meta-disk=none; the kinds default to nbd-hop (the file alone behind the
+# same NBD hop), nbd-forward (forwarding to the tmpfs peer), drbd-C and
+# drbd-C-nomd, and a table gives each drbd kind against the slower of
+# nbd-hop and nbd-forward.  DRBD's promise is a throughput overhead under
+# 3% of min(disk, network).
+#
 # usage: drbd-bench.py BUILDDIR [--repeat N] [--quick] [--disk-latency-ns N]
 #                      [--iothreads] [--kinds K1,K2,...] [--read]
+#                      [--disk-dir DIR]
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
@@ -101,6 +114,9 @@ parser.add_argument('--tls-priority',
                     help='the GnuTLS priority string of the TLS kinds\' '
                     'credentials (both ends; default: qemu-drbdadm\'s, '
                     'NORMAL with ChaCha20 last; "qemu": QEMU\'s own, NORMAL)')
+parser.add_argument('--disk-dir',
+                    help='a directory on a real disk: the first daemon\'s '
+                    'disk is a file there, opened with O_DIRECT')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -157,6 +173,32 @@ def null(name):
     return f'driver=null-co,node-name={name},size={SIZE}{latency}'
 
 
+def disk(name, workdir, side, fmt='raw'):
+    """
+    The disk of the daemon on @side ('front' or 'back'): null-co, or with
+    --disk-dir a file, of format @fmt (raw, or drbd for internal
+    metadata), written full: front's in DIR with O_DIRECT, back's on tmpfs
+    """
+    if not args.disk_dir:
+        return null(name)
+    where = args.disk_dir if side == 'front' else '/dev/shm'
+    path = os.path.join(where, f'drbd-bench-{os.getpid()}-'
+                        f'{os.path.basename(workdir)}-{name}.img')
+    FILES.append(path)
+    subprocess.run([QEMU_IMG, 'create', '-q', '-f', fmt, path, SIZE],
+                   check=True)
+    # The data area (offset 0 in both formats) allocated and written
+    subprocess.run([QEMU_IMG, 'bench', '-w', '-q', '-s', '1M', '-d', '8',
+                    '-c', str(int(SIZE) >> 20), '--pattern', '0x5a',
+                    '-f', 'raw', path], check=True,
+                   stdout=subprocess.DEVNULL)
+    direct = ',cache.direct=on,aio=native' if side == 'front' else ''
+    return f'driver=file,node-name={name},filename={path}{direct}'
+
+
+FILES = []      # the files of --disk-dir, removed at the end
+
+
 def cpu_seconds(pid):
     """User and system CPU time of a running process, in seconds"""
     with open(f'/proc/{pid}/stat', encoding='ascii') as f:
@@ -205,13 +247,14 @@ class Setup:
         if kind == 'local':
             self.target = ['--image-opts', null('front')]
         elif kind == 'nbd-hop':
-            self.start(workdir, 'front', ['--blockdev', null('front')] +
+            self.start(workdir, 'front',
+                       ['--blockdev', disk('front', workdir, 'front')] +
                        front_export)
         elif kind in ('nbd-forward', 'nbd-forward-tls'):
             tls = kind.endswith('-tls')
             self.start(workdir, 'back', io_obj + (tls_server if tls else [])
                        + [
-                '--blockdev', null('back'),
+                '--blockdev', disk('back', workdir, 'back'),
                 '--nbd-server', 'addr.' + tcp.replace(',', ',addr.') +
                 (',tls-creds=tls0' if tls else ''),
                 '--export', 'type=nbd,id=e1,node-name=back,writable=on'
@@ -238,8 +281,11 @@ class Setup:
             self.setup_three(workdir, port, io_obj, front_export)
         elif kind.startswith('drbd-'):
             proto = kind[5].lower()
-            common = (f'driver=drbd,resource=bench,protocol={proto},'
-                      'meta-disk=none,')
+            # With a real disk, internal metadata but for drbd-C-nomd
+            internal = args.disk_dir and not kind.endswith('-nomd')
+            fmt = 'drbd' if internal else 'raw'
+            common = (f'driver=drbd,resource=bench,protocol={proto},' +
+                      ('' if internal else 'meta-disk=none,'))
             back_objs, front_objs = [], []
             if kind.endswith('-tls'):
                 common += 'tls-creds=tls0,'
@@ -256,7 +302,7 @@ class Setup:
                 common += f'read-balancing={policy},'
             target = kind.endswith('-target')
             back = self.start(workdir, 'back', io_obj + back_objs + [
-                '--blockdev', null('back-null'),
+                '--blockdev', disk('back-null', workdir, 'back', fmt),
                 '--blockdev', common + 'node-name=back,file=back-null,'
                 'node-id=1,role=secondary,'
                 + ('resync-rate=4096,' if target else '')
@@ -265,7 +311,7 @@ class Setup:
                 back.cmd('x-blockdev-set-iothread', node_name='back',
                          iothread='io0')
             front = self.start(workdir, 'front', front_objs + [
-                '--blockdev', null('front-null'),
+                '--blockdev', disk('front-null', workdir, 'front', fmt),
                 '--blockdev', common + 'node-name=front,file=front-null,'
                 'node-id=0,wfc-timeout=10000,'
                 + ('role=secondary,' if target else 'role=primary,')
@@ -273,6 +319,9 @@ class Setup:
             info = front.cmd('query-drbd')[0]
             if info['connection'] != 'connected':
                 raise RuntimeError(f'{kind}: not connected: {info}')
+            if internal:
+                # Two new images: the first (full) resync is over first
+                self.wait_drbd(front, 'connected', oos=0)
             if target:
                 front.cmd('drbd-invalidate', node_name='front')
                 self.wait_drbd(front, 'sync-target')
@@ -331,10 +380,12 @@ class Setup:
         return d
 
     @staticmethod
-    def wait_drbd(d, connection):
-        deadline = time.monotonic() + 30
+    def wait_drbd(d, connection, oos=None):
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if d.cmd('query-drbd')[0]['connection'] == connection:
+            info = d.cmd('query-drbd')[0]
+            if info['connection'] == connection and (
+                    oos is None or info['counters']['oos'] == oos):
                 return
             time.sleep(0.05)
         raise RuntimeError(f'drbd node not {connection}')
@@ -379,7 +430,14 @@ KINDS = ['local', 'nbd-hop', 'nbd-forward', 'mirror-wb',
          'drbd-A', 'drbd-B', 'drbd-C', 'drbd-C-io',
          'nbd-forward-tls', 'drbd-C-tls', 'drbd-C-auth', 'drbd-C-crc32c',
          'drbd-C-diskless', 'drbd-C-remote', 'drbd-C-rr', 'drbd-C-least',
-         'drbd-C-target', 'drbd-C-3node']
+         'drbd-C-target', 'drbd-C-3node', 'drbd-C-nomd']
+if args.disk_dir:
+    KINDS = ['nbd-hop', 'nbd-forward', 'drbd-C', 'drbd-C-nomd']
+    if args.read or args.disk_latency_ns:
+        parser.error('--disk-dir measures writes on a real disk: no --read '
+                     'or --disk-latency-ns with it')
+else:
+    KINDS.remove('drbd-C-nomd')
 if args.kinds:
     KINDS = [k for k in KINDS if k in args.kinds.split(',')]
 
@@ -409,10 +467,13 @@ def main():
         finally:
             for setup in setups:
                 setup.stop()
+            for path in FILES:
+                os.unlink(path)
     results = {k: statistics.median(v) for k, v in runs.items()}
     cpu = {k: statistics.median(v) for k, v in cpus.items()}
 
     print_security(results)
+    print_real_disk(results)
     if 'drbd-C-3node' in KINDS and 'drbd-C' in KINDS:
         print('two secondaries against one: drbd-C-3node / drbd-C, IOPS')
         print('| ' + ' | '.join(w[0] for w in WORKLOADS) + ' |')
@@ -440,6 +501,31 @@ def main():
                 for r in refs for w in WORKLOADS]
         row += [f'{cpu[(kind, w[0])]:.1f}' for w in WORKLOADS]
         print(f'| {kind} | ' + ' | '.join(row) + ' |')
+
+
+def print_real_disk(results):
+    """With --disk-dir: drbd against the slower of its two paths alone"""
+    if not args.disk_dir or not {'nbd-hop', 'nbd-forward'} <= set(KINDS):
+        return
+    print(f'real disk ({args.disk_dir}, O_DIRECT) under the primary, its '
+          f'peer on tmpfs; median of {args.repeat} runs, IOPS ratios')
+    print('| ratio | ' + ' | '.join(w[0] for w in WORKLOADS) + ' |')
+    print('|' + ' --- |' * (1 + len(WORKLOADS)))
+    for kind in ('nbd-forward', 'drbd-C', 'drbd-C-nomd'):
+        if kind not in KINDS:
+            continue
+        row = [f'{results[(kind, w[0])] / results[("nbd-hop", w[0])]:.2f}'
+               for w in WORKLOADS]
+        print(f'| {kind} / nbd-hop (the file alone) | ' + ' | '.join(row) +
+              ' |')
+    for kind in ('drbd-C', 'drbd-C-nomd'):
+        if kind not in KINDS:
+            continue
+        row = [f'{results[(kind, w[0])] / min(results[("nbd-hop", w[0])], results[("nbd-forward", w[0])]):.2f}'
+               for w in WORKLOADS]
+        print(f'| {kind} / the slower of the two | ' + ' | '.join(row) +
+              ' |')
+    print()
 
 
 def print_security(results):

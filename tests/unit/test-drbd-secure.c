@@ -165,10 +165,10 @@ static void test_digest_vectors(void)
  */
 static void test_crc32c(void)
 {
-    g_autofree uint8_t *buf = g_malloc(4096 + 64);
+    g_autofree uint8_t *buf = g_malloc(16384 + 64);
     uint8_t out[4];
 
-    for (int i = 0; i < 4096 + 64; i++) {
+    for (int i = 0; i < 16384 + 64; i++) {
         buf[i] = i * 131 + (i >> 7) + 7;
     }
     for (size_t start = 0; start < 16; start++) {
@@ -179,15 +179,22 @@ static void test_crc32c(void)
                             iov_crc32c(0xffffffff, &iov, 1));
         }
     }
-    /* Around the lengths that run three streams, and several of them */
-    for (size_t len = 3000; len <= 3200; len += 3) {
+    /* Around the length that runs three streams (4080), at every offset */
+    for (size_t len = 4000; len <= 4096; len += 3) {
         struct iovec iov = { buf + len % 16, len };
 
         g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
                         iov_crc32c(0xffffffff, &iov, 1));
     }
-    for (size_t len = 4000; len <= 4096; len++) {
+    for (size_t len = 4070; len <= 4096; len++) {
         struct iovec iov = { buf + 64 - len % 64, len };
+
+        g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
+                        iov_crc32c(0xffffffff, &iov, 1));
+    }
+    /* Several rounds of three streams, and what is left after them */
+    for (size_t len = 8150; len <= 16384; len += 1019) {
+        struct iovec iov = { buf + len % 64, len };
 
         g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
                         iov_crc32c(0xffffffff, &iov, 1));
