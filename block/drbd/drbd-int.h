@@ -519,6 +519,8 @@ typedef struct DrbdMeta {
     bool primary_pending;       /* becoming primary: say so on disk */
     uint64_t seq;               /* superblock snapshots taken */
     uint64_t seq_written;       /* the newest of them on disk */
+    /* That newest says DRBD_MDF_PRIMARY_LOST_QUORUM (s->gen_unacked_lost) */
+    bool lost_quorum_written;
     uint64_t sb_offset;
     DrbdSuperblock sb;          /* as it is to be written next */
     /*
@@ -619,7 +621,10 @@ struct BDRVDrbdState {
      * true at open, where it is not known); and, under s->lock, the node
      * lost its quorum as primary before one had (state.c): its changes
      * of this generation were never acknowledged, and on a split brain
-     * they are the ones dropped
+     * they are the ones dropped.  The metadata keeps it
+     * (DRBD_MDF_PRIMARY_LOST_QUORUM), written by the guest write that
+     * finds the quorum gone (drbd_co_quorum_wait()), so that a node
+     * killed meanwhile still yields when it comes back.
      */
     bool gen_acked;
     bool gen_unacked_lost;
@@ -835,7 +840,8 @@ bool drbd_uuid_told_locked(DrbdConnection *c);
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
-int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write);
+int coroutine_fn GRAPH_RDLOCK drbd_co_quorum_wait(BDRVDrbdState *s,
+                                                 bool write);
 void drbd_resume_io(BDRVDrbdState *s);
 void drbd_fence_peers(BDRVDrbdState *s);
 bool drbd_fence_answer(BDRVDrbdState *s);

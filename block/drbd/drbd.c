@@ -1116,10 +1116,17 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         ret = drbd_co_quorum_wait(s, true);
     }
     if (ret == 0 && !qatomic_read(&s->gen_acked)) {
+        bool written;
+
         qemu_mutex_lock(&s->lock);
         qatomic_set(&s->gen_acked, true);
         s->gen_unacked_lost = false;
+        written = s->md.lost_quorum_written;
         qemu_mutex_unlock(&s->lock);
+        if (written) {
+            /* The quorum came back, and this write was acknowledged */
+            drbd_md_sync_in_request(s, false);
+        }
     }
     stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
 

@@ -83,9 +83,12 @@ static const char *const flag_names[] = {
     "peer-outdated",
     "crashed-primary",
     "al-clean",
+    NULL,                   /* DRBD's al-disabled */
+    "primary-lost-quorum",
 };
 
-QEMU_BUILD_BUG_ON(DRBD_MDF_ALL != (UINT64_C(1) << ARRAY_SIZE(flag_names)) - 1);
+QEMU_BUILD_BUG_ON(DRBD_MDF_ALL >> ARRAY_SIZE(flag_names) ||
+                  !(DRBD_MDF_ALL >> (ARRAY_SIZE(flag_names) - 1)));
 
 /*
  * CRC-32C of a whole block with the 4 bytes at @crc_off taken as zero,
@@ -677,7 +680,7 @@ char *drbd_md_flags_str(uint64_t flags)
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(flag_names); i++) {
-        if (flags & (UINT64_C(1) << i)) {
+        if (flags & DRBD_MDF_ALL & (UINT64_C(1) << i)) {
             g_string_append_printf(s, "%s%s", s->len ? "," : "",
                                    flag_names[i]);
         }

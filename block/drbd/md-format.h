@@ -78,7 +78,10 @@ typedef enum DrbdMdPlacement {
 #define DRBD_MDF_PEER_OUTDATED      (UINT64_C(1) << 5)
 #define DRBD_MDF_CRASHED_PRIMARY    (UINT64_C(1) << 6)
 #define DRBD_MDF_AL_CLEAN           (UINT64_C(1) << 7)
-#define DRBD_MDF_ALL                UINT64_C(0xff)
+/* DRBD's bit 8, MDF_AL_DISABLED, is not used here (and not accepted) */
+#define DRBD_MDF_PRIMARY_LOST_QUORUM (UINT64_C(1) << 9)
+#define DRBD_MDF_ALL                (UINT64_C(0xff) | \
+                                     DRBD_MDF_PRIMARY_LOST_QUORUM)
 
 /*
  * A bitmap slot: the peer whose missing blocks it records.  Slot 0's

@@ -481,9 +481,12 @@ again:
     sb = s->md.sb;
     sb.al_tr_number = s->md.al_tr_number;
     sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE |
-                  DRBD_MDF_PRIMARY_IND);
+                  DRBD_MDF_PRIMARY_IND | DRBD_MDF_PRIMARY_LOST_QUORUM);
     if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
         sb.flags |= DRBD_MDF_PRIMARY_IND;
+    }
+    if (s->gen_unacked_lost) {
+        sb.flags |= DRBD_MDF_PRIMARY_LOST_QUORUM;
     }
     if (s->disk == DRBD_DISK_STATE_UP_TO_DATE) {
         sb.flags |= DRBD_MDF_WAS_UP_TO_DATE;
@@ -506,6 +509,7 @@ again:
         goto again;
     }
     s->md.seq_written = seq;
+    s->md.lost_quorum_written = sb.flags & DRBD_MDF_PRIMARY_LOST_QUORUM;
     qemu_mutex_unlock(&s->lock);
     return 0;
 }
@@ -998,6 +1002,12 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
               DRBD_DISK_STATE_UP_TO_DATE :
               (s->md.sb.flags & DRBD_MDF_CONSISTENT) ?
               DRBD_DISK_STATE_OUTDATED : DRBD_DISK_STATE_INCONSISTENT;
+    /*
+     * Its last generation as primary lost the quorum before a write of
+     * it was acknowledged: its changes of it still yield (state.c)
+     */
+    s->gen_unacked_lost = s->md.sb.flags & DRBD_MDF_PRIMARY_LOST_QUORUM;
+    s->md.lost_quorum_written = s->gen_unacked_lost;
 
     /* The bitmaps, one per peer, from its slot */
     drbd_oos_alloc(s);

@@ -536,8 +536,9 @@ static void test_flags_str(void)
         { DRBD_MDF_CONSISTENT | DRBD_MDF_AL_CLEAN, "consistent,al-clean" },
         { DRBD_MDF_ALL, "consistent,primary-ind,connected-ind,full-sync,"
                         "was-up-to-date,peer-outdated,crashed-primary,"
-                        "al-clean" },
-        { DRBD_MDF_FULL_SYNC | 0x300, "full-sync,0x300" },
+                        "al-clean,primary-lost-quorum" },
+        { DRBD_MDF_FULL_SYNC | 0x300, "full-sync,primary-lost-quorum,0x100" },
+        { DRBD_MDF_FULL_SYNC | 0x500, "full-sync,0x500" },
         { 1ULL << 63, "0x8000000000000000" },
     };
     size_t i;
