@@ -623,7 +623,7 @@ struct BDRVDrbdState {
      * of this generation were never acknowledged, and on a split brain
      * they are the ones dropped.  The metadata keeps it
      * (DRBD_MDF_PRIMARY_LOST_QUORUM), written by the guest write that
-     * finds the quorum gone (drbd_co_quorum_wait()), so that a node
+     * finds the quorum gone (drbd_co_write_quorum_wait()), so that a node
      * killed meanwhile still yields when it comes back.
      */
     bool gen_acked;
@@ -840,8 +840,7 @@ bool drbd_uuid_told_locked(DrbdConnection *c);
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
-int coroutine_fn GRAPH_RDLOCK drbd_co_quorum_wait(BDRVDrbdState *s,
-                                                 bool write);
+int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write);
 void drbd_resume_io(BDRVDrbdState *s);
 void drbd_fence_peers(BDRVDrbdState *s);
 bool drbd_fence_answer(BDRVDrbdState *s);

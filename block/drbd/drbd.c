@@ -966,6 +966,29 @@ static bool coroutine_fn drbd_write_wait_locked(BDRVDrbdState *s,
 }
 
 /*
+ * A guest write's wait for the quorum (drbd_co_quorum_wait()).  When the
+ * quorum went before a write of this generation was acknowledged, the
+ * metadata says so (primary-lost-quorum) before the guest hears of it:
+ * a kill -9 now does not leave the operator a split brain.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+drbd_co_write_quorum_wait(BDRVDrbdState *s)
+{
+    bool persist;
+
+    if (!s->quorum.need || qatomic_read(&s->quorum.has)) {
+        return drbd_co_quorum_wait(s, true);
+    }
+    qemu_mutex_lock(&s->lock);
+    persist = s->gen_unacked_lost && !s->md.lost_quorum_written;
+    qemu_mutex_unlock(&s->lock);
+    if (persist) {
+        drbd_md_sync_in_request(s, false);
+    }
+    return drbd_co_quorum_wait(s, true);
+}
+
+/*
  * A guest write, zeroes or discard on the primary: local and replicated
  * in parallel, complete when the protocol says so.  A detached node
  * writes to the peer alone, and completes when the peer's disk has it.
@@ -986,7 +1009,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 
     ret = drbd_check_primary(s, "write");
     if (ret == 0) {
-        ret = drbd_co_quorum_wait(s, true);
+        ret = drbd_co_write_quorum_wait(s);
     }
     if (ret == 0 && bytes) {
         drbd_co_generation_due(s);
@@ -1113,7 +1136,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
          * A write done while the quorum went away may be missing where
          * it is now: the guest does not see it succeed (on-no-quorum)
          */
-        ret = drbd_co_quorum_wait(s, true);
+        ret = drbd_co_write_quorum_wait(s);
     }
     if (ret == 0 && !qatomic_read(&s->gen_acked)) {
         bool written;

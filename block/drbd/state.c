@@ -933,8 +933,7 @@ int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp)
  * first failure of a streak is logged.  (A flush is not held: it makes
  * durable what was written, and no write completed without quorum.)
  */
-int coroutine_fn GRAPH_RDLOCK drbd_co_quorum_wait(BDRVDrbdState *s,
-                                                 bool write)
+int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write)
 {
     const char *what = write ? "write" : "read";
     /* Writes wait for a peer to be fenced; reads of the newest data not */
@@ -949,16 +948,6 @@ int coroutine_fn GRAPH_RDLOCK drbd_co_quorum_wait(BDRVDrbdState *s,
         return 0;
     }
     qemu_mutex_lock(&s->lock);
-    if (write && s->gen_unacked_lost && !s->md.lost_quorum_written) {
-        /*
-         * The quorum went before a write of this generation was
-         * acknowledged: on disk before the guest hears of it, so that a
-         * kill -9 now does not leave a split brain for the operator
-         */
-        qemu_mutex_unlock(&s->lock);
-        drbd_md_sync_in_request(s, false);
-        qemu_mutex_lock(&s->lock);
-    }
     gen = s->quorum.resume_gen;
     while (!s->quorum.has || (fenced && s->fence_suspended)) {
         DrbdQuorumWaiter w = { .co = qemu_coroutine_self() };
