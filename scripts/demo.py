@@ -38,6 +38,7 @@ PROC_NAMES = {
     'standalone': 'StandAlone', 'wf-connection': 'WFConnection',
     'wf-report-params': 'WFReportParams', 'connected': 'Connected',
     'sync-source': 'SyncSource', 'sync-target': 'SyncTarget',
+    'ahead': 'Ahead', 'behind': 'Behind',
     'primary': 'Primary', 'secondary': 'Secondary', 'unknown': 'Unknown',
     'diskless': 'Diskless', 'attaching': 'Attaching', 'failed': 'Failed',
     'inconsistent': 'Inconsistent', 'outdated': 'Outdated',

@@ -927,6 +927,8 @@ void drbd_conn_adjust(DrbdConnection *conn, DrbdConnection *next,
     qemu_mutex_lock(&s->lock);
     conn->connect_interval_ns = next->connect_interval_ns;
     conn->pace = next->pace;
+    conn->on_congestion = next->on_congestion;
+    conn->congestion_fill = next->congestion_fill;
     old = conn->next_options;
     conn->next_options = reconnect ? next : NULL;
     qemu_mutex_unlock(&s->lock);

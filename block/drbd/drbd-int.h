@@ -334,6 +334,9 @@ struct DrbdConnection {
     uint64_t ping_interval_ns;
     uint64_t ping_timeout_ns;
     uint32_t max_epoch_size;
+    /* on-congestion and congestion-fill (adjusted at once) */
+    DrbdOnCongestion on_congestion;
+    uint64_t congestion_fill;
     uint32_t max_buffers;           /* 4 KiB pages a receiver may hold */
     uint64_t resync_rate;
     DrbdPaceParams pace;        /* the c-* options (pace.h) */
@@ -408,6 +411,15 @@ struct DrbdConnection {
     uint32_t epoch_size;        /* writes sent in cur_epoch */
     bool epoch_needs_barrier;   /* a write of cur_epoch has completed */
     uint32_t barrier_acked_upto; /* epochs before this one are acked */
+    /*
+     * Bytes of the guest writes in the transfer log for the peer: sent,
+     * or waiting to be, and not done with as the protocol says (for
+     * protocol A, until the barrier after them is acked); and whether
+     * the primary went ahead of the peer (pull-ahead: it sends no more
+     * writes) until they are all done
+     */
+    uint64_t ap_bytes;
+    bool ahead;
     /*
      * The guest writes sent on the established connection are numbered
      * 1, 2, ... (order.h); @seq_gen tells one connection's numbers from
@@ -996,6 +1008,7 @@ void drbd_tl_connection_lost_locked(DrbdConnection *conn);
 int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
                                  uint16_t cmd, QEMUIOVector *qiov,
                                  size_t qiov_offset, uint32_t dp_flags);
+int coroutine_fn drbd_send_ahead(DrbdPeer *peer);
 int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
                                    uint32_t *epoch);
 void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary);
@@ -1024,6 +1037,7 @@ int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
 /* resync.c: the sync source */
 /* This node is the sync source of @peer now: the resync's job runs it */
 void drbd_resync_start(DrbdPeer *peer);
+void coroutine_fn drbd_resync_after_ahead(DrbdPeer *peer);
 void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack);
 /* Any thread: a running resync and the next ones go at @rate (0: any) */
@@ -1084,6 +1098,7 @@ int coroutine_fn drbd_peer_out_of_sync(DrbdPeer *peer,
 int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
                                 Error **errp);
 int coroutine_fn drbd_peer_resync_done(DrbdPeer *peer, Error **errp);
+int coroutine_fn drbd_peer_ahead(DrbdPeer *peer, Error **errp);
 int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
                                         const DrbdBlockAck *r,
                                         Error **errp);

@@ -59,7 +59,8 @@ static const char *const drbd_option_names[] = {
     "after-sb-2pri", "secret", "cram-hmac-alg", "tls-creds", "tls-authz",
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
     "on-io-error", "disk-timeout", "size", "read-balancing", "quorum",
-    "quorum-minimum-redundancy", "on-no-quorum", "fencing",
+    "quorum-minimum-redundancy", "on-no-quorum", "fencing", "on-congestion",
+    "congestion-fill",
 };
 static const char *const drbd_option_prefixes[] = {
     "listen.", "peer.", "peers.",
@@ -209,6 +210,19 @@ static int drbd_apply_conn_options(DrbdConnection *conn,
         !conn->ping_timeout_ns) {
         error_setg(errp, "connect-interval, ping-interval and ping-timeout "
                    "must not be 0");
+        return -EINVAL;
+    }
+    conn->on_congestion = o->has_on_congestion ? o->on_congestion :
+                          DRBD_ON_CONGESTION_BLOCK;
+    conn->congestion_fill = o->has_congestion_fill ? o->congestion_fill : 0;
+    if (conn->on_congestion == DRBD_ON_CONGESTION_PULL_AHEAD &&
+        conn->protocol != 'A') {
+        error_setg(errp, "on-congestion=pull-ahead needs protocol A, and "
+                   "the protocol with peer node %d is %c",
+                   conn->peer_node_id, conn->protocol);
+        error_append_hint(errp, "A write that the primary does not send "
+                          "cannot wait for the peer's ack: give "
+                          "protocol=A, or on-congestion=block.\n");
         return -EINVAL;
     }
     conn->max_epoch_size = o->has_max_epoch_size ? o->max_epoch_size :
@@ -925,7 +939,28 @@ drbd_co_write_local(BlockDriverState *bs, uint16_t cmd, int64_t offset,
  * gets no data.  Returns whether an up-to-date peer gets it.  Under
  * s->lock.
  */
-static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers)
+/*
+ * Whether the primary goes ahead of @conn's peer now (on-congestion
+ * pull-ahead): the writes in flight to it passed congestion-fill while
+ * it was in sync, and it understands AHEAD.  Under s->lock.
+ */
+static bool drbd_goes_ahead_locked(DrbdConnection *conn)
+{
+    return conn->on_congestion == DRBD_ON_CONGESTION_PULL_AHEAD &&
+           conn->congestion_fill && !conn->ahead &&
+           conn->cstate == DRBD_CONN_STATE_CONNECTED && conn->peer &&
+           conn->peer->version >= DRBD_PROTO_VERSION_AHEAD &&
+           conn->ap_bytes >= conn->congestion_fill;
+}
+
+/*
+ * The peers a guest write goes to (NULL where none), each with a
+ * reference; in @ahead, those that the node goes ahead of with this
+ * write, which it is not sent to, with a reference too.  Returns whether
+ * one of them has up-to-date data.
+ */
+static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers,
+                                    DrbdPeer **ahead)
 {
     bool served = false;
     unsigned i;
@@ -933,12 +968,37 @@ static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers)
     for (i = 0; i < s->nr_conns; i++) {
         DrbdConnection *conn = s->conns[i];
 
-        if (!drbd_disk_detached(conn->peer_disk)) {
+        if (drbd_goes_ahead_locked(conn)) {
+            conn->ahead = true;
+            ahead[i] = drbd_peer_get_locked(conn);
+        }
+        if (!drbd_disk_detached(conn->peer_disk) && !conn->ahead) {
             peers[i] = drbd_peer_get_locked(conn);
         }
         served |= peers[i] && conn->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
     }
     return served;
+}
+
+/*
+ * The node went ahead of the peers in @ahead (drbd_write_peers_locked()):
+ * each is told, and shown ahead; the references are dropped
+ */
+static void coroutine_fn drbd_go_ahead(BDRVDrbdState *s, DrbdPeer **ahead)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (ahead[i]) {
+            if (!qatomic_read(&ahead[i]->broken)) {
+                drbd_set_state(s, s->conns[i], -1, DRBD_CONN_STATE_AHEAD, -1,
+                               -1, DRBD_DISK_STATE_OUTDATED,
+                               "the link is congested: pull-ahead");
+            }
+            drbd_send_ahead(ahead[i]);
+            drbd_peer_put(ahead[i]);
+        }
+    }
 }
 
 /*
@@ -1000,6 +1060,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 {
     BDRVDrbdState *s = bs->opaque;
     DrbdPeer *peers[DRBD_PEERS_MAX] = { NULL };
+    DrbdPeer *ahead[DRBD_PEERS_MAX] = { NULL };
     DrbdRequest *reqs;
     BlockReq active;
     uint32_t dp_flags = 0;
@@ -1063,7 +1124,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
      * write acks, which protocols A and B get by asking for FUA
      */
     qemu_mutex_lock(&s->lock);
-    served = drbd_write_peers_locked(s, peers);
+    served = drbd_write_peers_locked(s, peers, ahead);
     if (diskless && !served) {
         qemu_mutex_unlock(&s->lock);
         for (i = 0; i < s->nr_conns; i++) {
@@ -1071,6 +1132,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
                 drbd_peer_put(peers[i]);
             }
         }
+        drbd_go_ahead(s, ahead);
         qemu_co_mutex_lock(&s->reqs_lock);
         reqlist_remove_req(&active);
         qemu_co_mutex_unlock(&s->reqs_lock);
@@ -1092,6 +1154,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
             drbd_peer_put(peers[i]);
         }
     }
+    drbd_go_ahead(s, ahead);
 
     if (!diskless) {
         ret = drbd_co_write_local(bs, cmd, offset, bytes, qiov, qiov_offset,
@@ -1872,6 +1935,8 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(read_balancing, DRBD_READ_BALANCING_PREFER_LOCAL);
     DRBD_DEFAULT(quorum_minimum_redundancy, 0);
     DRBD_DEFAULT(on_no_quorum, DRBD_ON_NO_QUORUM_SUSPEND_IO);
+    DRBD_DEFAULT(on_congestion, DRBD_ON_CONGESTION_BLOCK);
+    DRBD_DEFAULT(congestion_fill, 0);
     DRBD_DEFAULT(fencing, DRBD_FENCING_DONT_CARE);
 #undef DRBD_DEFAULT
     if (!o->quorum) {
@@ -1896,6 +1961,7 @@ static const char *const drbd_adjust_at_once[] = {
     "connect-interval", "resync-rate", "c-plan-ahead", "c-fill-target",
     "c-delay-target", "c-max-rate", "c-min-rate", "wfc-timeout",
     "on-io-error", "disk-timeout", "read-balancing", "fencing",
+    "on-congestion", "congestion-fill",
 };
 static const char *const drbd_adjust_reconnect[] = {
     "protocol", "ping-interval", "ping-timeout", "max-epoch-size",

@@ -280,6 +280,28 @@ int drbd_gate_state_reply(const DrbdGate *g, uint32_t result, Error **errp)
     return 0;
 }
 
+int drbd_gate_ahead(const DrbdGate *g, Error **errp)
+{
+    if (g->peer_version < DRBD_PROTO_VERSION_AHEAD) {
+        error_setg(errp, "AHEAD from a peer of protocol version %" PRIu32,
+                   g->peer_version);
+        return -EINVAL;
+    }
+    if (g->role == DRBD_ROLE_PRIMARY || g->peer_role != DRBD_ROLE_PRIMARY) {
+        error_setg(errp, "AHEAD from a %s peer while this node is %s: only "
+                   "a primary goes ahead of its secondaries",
+                   DrbdRole_str(g->peer_role), DrbdRole_str(g->role));
+        return -EINVAL;
+    }
+    if (g->cstate != DRBD_CONN_STATE_CONNECTED || g->sync_target) {
+        error_setg(errp, "AHEAD while the connection is %s: a primary goes "
+                   "ahead only of a peer in sync",
+                   DrbdConnState_str(g->cstate));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int drbd_gate_resize(const DrbdGate *g, uint64_t disk_size, Error **errp)
 {
     if (g->peer_version < DRBD_PROTO_VERSION_RESIZE) {

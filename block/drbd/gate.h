@@ -236,6 +236,12 @@ int drbd_gate_resize(const DrbdGate *g, uint64_t disk_size, Error **errp);
 int drbd_gate_resize_reply(const DrbdGate *g, Error **errp);
 
 /*
+ * An AHEAD (role, cstate, sync_target, peer_role, peer_version): only a
+ * primary goes ahead, of a secondary in sync
+ */
+int drbd_gate_ahead(const DrbdGate *g, Error **errp);
+
+/*
  * A NEW_UUID.  Reads role, peer_role and peer_version: only a primary
  * peer starts a data generation for us to join, only a secondary joins
  * it, and only over version 5.  (A sync target of the peer ignores it:

@@ -334,6 +334,7 @@ static void drbd_peer_gate_locked(DrbdPeer *peer, DrbdGate *gate)
         .peer_role = conn->peer_role,
         .peer_disk = conn->peer_disk,
         .decision = peer->decision,
+        .peer_version = peer->version,
     };
 }
 
@@ -604,6 +605,32 @@ int coroutine_fn drbd_peer_csum(DrbdPeer *peer, const DrbdOvPacket *p,
     peer->csum_reading++;
     drbd_compare_in_order(peer, conn->csums_alg, p, drbd_csum_compared,
                           NULL);
+    return 0;
+}
+
+/*
+ * The primary went ahead of us (on-congestion pull-ahead): it sends no
+ * write after this packet, and marks them out of sync for the resync
+ * that follows once the link has drained.  Our data is outdated until
+ * then, on disk too: a node that lacks writes the guest saw complete is
+ * not promoted without force.
+ */
+int coroutine_fn drbd_peer_ahead(DrbdPeer *peer, Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdGate gate;
+
+    qemu_mutex_lock(&s->lock);
+    drbd_peer_gate_locked(peer, &gate);
+    qemu_mutex_unlock(&s->lock);
+    if (drbd_gate_ahead(&gate, errp) < 0) {
+        return -EINVAL;
+    }
+    drbd_set_state(s, peer->conn, -1, DRBD_CONN_STATE_BEHIND,
+                   DRBD_DISK_STATE_OUTDATED, -1, -1,
+                   "the primary went ahead: the link is congested");
+    /* A failure marks the disk failed, which says it all */
+    drbd_co_md_sync(s, false);
     return 0;
 }
 

@@ -18,6 +18,8 @@ static const char *const drbd_proc_cstate_names[DRBD_CONN_STATE__MAX] = {
     [DRBD_CONN_STATE_CONNECTED]         = "Connected",
     [DRBD_CONN_STATE_SYNC_SOURCE]       = "SyncSource",
     [DRBD_CONN_STATE_SYNC_TARGET]       = "SyncTarget",
+    [DRBD_CONN_STATE_AHEAD]             = "Ahead",
+    [DRBD_CONN_STATE_BEHIND]            = "Behind",
 };
 
 static const char *const drbd_proc_role_names[DRBD_ROLE__MAX] = {

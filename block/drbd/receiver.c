@@ -169,6 +169,9 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                 ret = drbd_tl_barrier_acked_locked(conn, b.epoch, &err);
                 qemu_mutex_unlock(&s->lock);
             }
+            if (ret == 0) {
+                drbd_resync_after_ahead(peer);
+            }
             break;
         default:
             error_setg(&err, "%s packet on the meta channel",
@@ -386,6 +389,9 @@ void coroutine_fn drbd_data_receiver(void *opaque)
             break;
         case DRBD_CMD_RS_DONE:
             ret = drbd_peer_resync_done(peer, &err);
+            break;
+        case DRBD_CMD_AHEAD:
+            ret = drbd_peer_ahead(peer, &err);
             break;
         case DRBD_CMD_RS_CSUM:
             ret = drbd_wire_get_ov(h.cmd, payload, h.length, s->size,

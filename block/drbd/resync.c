@@ -767,6 +767,44 @@ void drbd_resync_start(DrbdPeer *peer)
     }
 }
 
+/*
+ * A barrier ack came from @peer's meta channel: if the node is ahead of
+ * the peer (on-congestion pull-ahead) and every write it sent before is
+ * on the peer now, the link has drained, and a resync brings the peer
+ * the writes it was not sent
+ */
+void coroutine_fn drbd_resync_after_ahead(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
+    uint64_t oos;
+
+    qemu_mutex_lock(&s->lock);
+    if (!conn->ahead || conn->ap_bytes || qatomic_read(&peer->broken)) {
+        qemu_mutex_unlock(&s->lock);
+        return;
+    }
+    conn->ahead = false;
+    oos = hbitmap_count(conn->oos);
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_ahead_drained(s->bs, conn->peer_node_id, oos);
+    if (!oos) {
+        /*
+         * Not expected (the write that found the link congested was not
+         * sent, and is marked): the handshake of a new connection says
+         * what the peer lacks instead of a resync of nothing
+         */
+        drbd_peer_fail(peer, "the link drained with nothing to resync: "
+                       "connecting again");
+        return;
+    }
+    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
+                   DRBD_DISK_STATE_INCONSISTENT,
+                   "the link drained: resync of the writes the peer was "
+                   "not sent");
+    drbd_resync_start(peer);
+}
+
 /* Resync bytes in sync now: the job's progress, out of what is left */
 static void drbd_resync_progress_locked(DrbdConnection *c, uint64_t bytes)
 {

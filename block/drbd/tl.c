@@ -93,6 +93,7 @@ void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,
             g_hash_table_remove(s->tl_by_id, &req->id);
             req->in_tl = false;
             qatomic_dec(&conn->pe);
+            conn->ap_bytes -= req->bytes;
         }
         if (req->guest_gone) {
             drbd_req_free_locked(s, req);
@@ -139,6 +140,7 @@ DrbdRequest *drbd_tl_submit_locked(BDRVDrbdState *s, DrbdPeer *const *peers,
             g_hash_table_insert(s->tl_by_id, &req->id, req);
             req->in_tl = true;
             qatomic_inc(&conn->pe);
+            conn->ap_bytes += bytes;
         } else {
             drbd_req_event_locked(s, req, DRBD_EV_NO_NET);
         }
@@ -216,6 +218,7 @@ void drbd_tl_connection_lost_locked(DrbdConnection *conn)
         }
     }
     /* Requests still in the log wait for their local write */
+    conn->ahead = false;
     conn->epoch_size = 0;
     conn->epoch_needs_barrier = false;
     conn->barrier_acked_upto = conn->cur_epoch;
@@ -259,6 +262,19 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     int ret = -EPIPE;
 
     qemu_co_mutex_lock(&peer->data_send_lock);
+    qemu_mutex_lock(&s->lock);
+    if (conn->ahead) {
+        /*
+         * The node went ahead of the peer while this write waited to be
+         * sent: it goes after AHEAD no more than the later ones, and is
+         * marked out of sync as they are (not a failure of the link)
+         */
+        drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
+        qemu_mutex_unlock(&s->lock);
+        qemu_co_mutex_unlock(&peer->data_send_lock);
+        return 0;
+    }
+    qemu_mutex_unlock(&s->lock);
     if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
         if (conn->epoch_needs_barrier ||
@@ -380,6 +396,40 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     if (err) {
         drbd_peer_fail_err(peer, "data channel", err);
     }
+    return ret;
+}
+
+/*
+ * Go ahead of the peer (on-congestion pull-ahead; the caller set
+ * conn->ahead): the writes sent so far are closed in an epoch whose
+ * barrier's ack says when they are all on the peer, and AHEAD says that
+ * no write follows.  The writes from now on, and those still waiting to
+ * be sent (drbd_send_write()), are marked out of sync, and resynced once
+ * the link has drained (resync.c).
+ */
+int coroutine_fn drbd_send_ahead(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    Error *err = NULL;
+    int ret = -EPIPE;
+
+    qemu_co_mutex_lock(&peer->data_send_lock);
+    if (!qatomic_read(&peer->broken)) {
+        qemu_mutex_lock(&s->lock);
+        if (conn->epoch_size) {
+            drbd_close_epoch_locked(conn, pkt, false);
+        }
+        qemu_mutex_unlock(&s->lock);
+        drbd_wire_put_empty(pkt, DRBD_CMD_AHEAD);
+        ret = drbd_write_packet(peer->data, pkt, &err);
+    }
+    qemu_co_mutex_unlock(&peer->data_send_lock);
+    if (err) {
+        drbd_peer_fail_err(peer, "data channel", err);
+    }
+    trace_drbd_send_ahead(s->bs, conn->peer_node_id, ret);
     return ret;
 }
 

@@ -187,6 +187,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_RESIZE]       = { "RESIZE", RESIZE_SIZE, RESIZE_SIZE },
     [DRBD_CMD_RESIZE_REPLY] = { "RESIZE_REPLY", RESIZE_REPLY_SIZE,
                                 RESIZE_REPLY_SIZE },
+    [DRBD_CMD_AHEAD]        = { "AHEAD", 0, 0 },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -249,7 +250,7 @@ static bool is_barrier_cmd(uint16_t cmd)
 static bool is_empty_cmd(uint16_t cmd)
 {
     return cmd == DRBD_CMD_PING || cmd == DRBD_CMD_PING_ACK ||
-           cmd == DRBD_CMD_RS_DONE;
+           cmd == DRBD_CMD_RS_DONE || cmd == DRBD_CMD_AHEAD;
 }
 
 /*

@@ -59,8 +59,13 @@
  * (online, block_resize), answered by RESIZE_REPLY; a node sends it only
  * to a peer that speaks version 8.
  */
+/*
+ * Version 9: AHEAD, a primary's word on the data channel that it sends
+ * no more writes after it (on-congestion pull-ahead): the receiver is
+ * behind until a resync; a node sends it only to a peer of version 9.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  8
+#define DRBD_PROTO_VERSION_MAX  9
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
@@ -73,6 +78,8 @@
 #define DRBD_PROTO_VERSION_REFUSE 7
 /* The first version with RESIZE and RESIZE_REPLY */
 #define DRBD_PROTO_VERSION_RESIZE 8
+/* The first version with AHEAD */
+#define DRBD_PROTO_VERSION_AHEAD 9
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -154,6 +161,8 @@ typedef enum DrbdCmd {
     DRBD_CMD_RESIZE         = 34,
     /* its answer on the meta channel (0 or an errno) */
     DRBD_CMD_RESIZE_REPLY   = 35,
+    /* pull-ahead (version 9), data channel: no more writes after this */
+    DRBD_CMD_AHEAD          = 36,
     DRBD_CMD__MAX,
 } DrbdCmd;
 

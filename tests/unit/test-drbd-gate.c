@@ -478,6 +478,36 @@ static void test_state_reply(void)
               err);
 }
 
+/* AHEAD: from a primary, to a secondary in sync, version 9 */
+static void test_ahead(void)
+{
+    DrbdGate g = secondary();
+    Error *err = NULL;
+
+    g.peer_version = DRBD_PROTO_VERSION_AHEAD;
+    assert_ok(drbd_gate_ahead(&g, &err), err);
+    g.peer_version = DRBD_PROTO_VERSION_AHEAD - 1;
+    assert_refused(drbd_gate_ahead(&g, &err), &err,
+                   "AHEAD from a peer of protocol version 8");
+    g.peer_version = DRBD_PROTO_VERSION_AHEAD;
+    g.cstate = DRBD_CONN_STATE_BEHIND;
+    assert_refused(drbd_gate_ahead(&g, &err), &err,
+                   "AHEAD while the connection is behind");
+    g.cstate = DRBD_CONN_STATE_CONNECTED;
+    g.sync_target = true;
+    assert_refused(drbd_gate_ahead(&g, &err), &err,
+                   "AHEAD while the connection is connected");
+    g.sync_target = false;
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    assert_refused(drbd_gate_ahead(&g, &err), &err,
+                   "AHEAD from a secondary peer while this node is "
+                   "secondary");
+    g.peer_role = DRBD_ROLE_PRIMARY;
+    g.role = DRBD_ROLE_PRIMARY;
+    assert_refused(drbd_gate_ahead(&g, &err), &err,
+                   "only a primary goes ahead of its secondaries");
+}
+
 /* RESIZE: from a primary, connected, growing, version 8; its reply */
 static void test_resize(void)
 {
@@ -1091,6 +1121,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-gate/state/role", test_state_role);
     g_test_add_func("/drbd-gate/state/reply", test_state_reply);
     g_test_add_func("/drbd-gate/resize", test_resize);
+    g_test_add_func("/drbd-gate/ahead", test_ahead);
     g_test_add_func("/drbd-gate/state/req-uuid", test_state_req_uuid);
     g_test_add_func("/drbd-gate/data-request", test_data_request);
     g_test_add_func("/drbd-gate/data-reply", test_data_reply);

@@ -16,7 +16,7 @@ static void test_names(void)
 {
     static const char *const cstates[] = {
         "StandAlone", "WFConnection", "WFReportParams", "Connected",
-        "SyncSource", "SyncTarget",
+        "SyncSource", "SyncTarget", "Ahead", "Behind",
     };
     static const char *const roles[] = { "Primary", "Secondary", "Unknown" };
     static const char *const disks[] = {

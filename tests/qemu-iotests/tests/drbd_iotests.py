@@ -592,12 +592,17 @@ class Proxy:
     stops forwarding without closing anything, no FIN nor RST, as a peer
     that hangs would, until restore().
 
+    With @rate (bytes per second), the proxy is a slow link: what goes
+    to the target, over all its connections, passes at that rate.
+
     A subclass sees the bytes that pass in passing(), or forwards a
     direction its own way in start_pumps().
     """
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, rate: Optional[float] = None) -> None:
         self.target_port = target_port
+        self.rate = rate
+        self.link_free = 0.0    # when the slow link is free again
         self.lock = threading.Lock()
         self.pairs: List[Pair] = []
         self.refusing = False
@@ -667,11 +672,22 @@ class Proxy:
                     break
                 self.flowing.wait()
                 self.passing(pair, src is pair[0], data)
+                if self.rate and src is pair[0]:
+                    self.throttle(len(data))
                 dst.sendall(data)
         except OSError:
             pass
         finally:
             self.drop(pair)
+
+    def throttle(self, n: int) -> None:
+        """Wait until @n more bytes may pass the slow link"""
+        assert self.rate
+        with self.lock:
+            now = time.monotonic()
+            self.link_free = max(self.link_free, now) + n / self.rate
+            until = self.link_free
+        time.sleep(max(0.0, until - now))
 
     @staticmethod
     def close_socket(s: socket.socket) -> None:
