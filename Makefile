@@ -114,6 +114,7 @@ bench: build
 	python3 tests/bench/drbd-resync-bench.py $(BLD)
 	python3 tests/bench/drbd-resync-bench.py $(BLD) --pace
 	python3 tests/bench/drbd-mem-bench.py $(BLD)
+	python3 tests/bench/drbd-congestion-bench.py $(BLD)
 
 FUZZ_SECONDS ?= 60
 

@@ -314,6 +314,7 @@ static void drbd_peer_failv(DrbdPeer *peer, const char *fmt, va_list ap)
                          NULL);
     drbd_sleep_wake(s, &peer->ping_sleep, true);
     drbd_sleep_wake(s, &peer->resync_sleep, true);
+    drbd_sleep_wake(s, &peer->ahead_sleep, true);
     drbd_sleep_wake(s, &conn->state_sleep, false);
     /* Flushes waiting for a barrier ack see that none will come */
     qemu_mutex_lock(&s->lock);
@@ -376,6 +377,7 @@ void drbd_peer_kick(DrbdPeer *peer)
     qio_channel_wake_read(peer->meta);
     drbd_sleep_wake(s, &peer->ping_sleep, false);
     drbd_sleep_wake(s, &peer->resync_sleep, false);
+    drbd_sleep_wake(s, &peer->ahead_sleep, false);
     /* The resync and a verify waiting for answers: they look again */
     qemu_mutex_lock(&s->lock);
     waiters[0] = peer->resync_waiter;

@@ -209,6 +209,7 @@ typedef struct DrbdPeer {
     bool ping_now;              /* atomic: a drain wants a ping at once */
     DrbdSleep ping_sleep;       /* the pinger's */
     DrbdSleep resync_sleep;     /* the resync's, while the rate holds it */
+    DrbdSleep ahead_sleep;      /* drbd_resync_ahead_co()'s */
 
     /*
      * Receiving side: writes being applied, for ordering.  Only the data
@@ -420,6 +421,7 @@ struct DrbdConnection {
      */
     uint64_t ap_bytes;
     bool ahead;
+    int64_t ahead_write_ns;     /* the last write not sent, ahead */
     /*
      * The guest writes sent on the established connection are numbered
      * 1, 2, ... (order.h); @seq_gen tells one connection's numbers from
@@ -1037,7 +1039,7 @@ int coroutine_fn drbd_read_reply(DrbdPeer *peer, uint16_t cmd,
 /* resync.c: the sync source */
 /* This node is the sync source of @peer now: the resync's job runs it */
 void drbd_resync_start(DrbdPeer *peer);
-void coroutine_fn drbd_resync_after_ahead(DrbdPeer *peer);
+void coroutine_fn drbd_resync_ahead_co(void *opaque);
 void coroutine_fn drbd_resync_acked(DrbdPeer *peer, uint16_t cmd,
                                     const DrbdBlockAck *ack);
 /* Any thread: a running resync and the next ones go at @rate (0: any) */

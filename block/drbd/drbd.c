@@ -972,7 +972,9 @@ static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers,
             conn->ahead = true;
             ahead[i] = drbd_peer_get_locked(conn);
         }
-        if (!drbd_disk_detached(conn->peer_disk) && !conn->ahead) {
+        if (conn->ahead) {
+            conn->ahead_write_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        } else if (!drbd_disk_detached(conn->peer_disk)) {
             peers[i] = drbd_peer_get_locked(conn);
         }
         served |= peers[i] && conn->peer_disk == DRBD_DISK_STATE_UP_TO_DATE;
@@ -996,6 +998,8 @@ static void coroutine_fn drbd_go_ahead(BDRVDrbdState *s, DrbdPeer **ahead)
                                "the link is congested: pull-ahead");
             }
             drbd_send_ahead(ahead[i]);
+            /* The resync once the link drained */
+            drbd_peer_spawn(ahead[i], drbd_resync_ahead_co, ahead[i]);
             drbd_peer_put(ahead[i]);
         }
     }

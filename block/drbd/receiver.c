@@ -169,9 +169,6 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
                 ret = drbd_tl_barrier_acked_locked(conn, b.epoch, &err);
                 qemu_mutex_unlock(&s->lock);
             }
-            if (ret == 0) {
-                drbd_resync_after_ahead(peer);
-            }
             break;
         default:
             error_setg(&err, "%s packet on the meta channel",

@@ -768,41 +768,58 @@ void drbd_resync_start(DrbdPeer *peer)
 }
 
 /*
- * A barrier ack came from @peer's meta channel: if the node is ahead of
- * the peer (on-congestion pull-ahead) and every write it sent before is
- * on the peer now, the link has drained, and a resync brings the peer
- * the writes it was not sent
+ * How often a node ahead of a peer looks whether to resync it, and how
+ * long its guest must have written nothing the peer was not sent: as
+ * DRBD's timer, a second, so that the resync, which sends the guest's
+ * writes again, follows the burst rather than slowing it down
  */
-void coroutine_fn drbd_resync_after_ahead(DrbdPeer *peer)
+#define DRBD_AHEAD_POLL_NS      (100 * SCALE_MS)
+#define DRBD_AHEAD_QUIET_NS     NANOSECONDS_PER_SECOND
+
+/*
+ * While the node is ahead of @peer (on-congestion pull-ahead): once
+ * every write it sent is on the peer (the link has drained) and the
+ * guest has been quiet, a resync brings the peer the writes it was not
+ * sent.  A coroutine of the peer (drbd_peer_spawn()), from the write
+ * that went ahead.
+ */
+void coroutine_fn drbd_resync_ahead_co(void *opaque)
 {
+    DrbdPeer *peer = opaque;
     BDRVDrbdState *s = peer->s;
     DrbdConnection *conn = peer->conn;
-    uint64_t oos;
+    uint64_t oos = 0;
+    bool start = false;
 
-    qemu_mutex_lock(&s->lock);
-    if (!conn->ahead || conn->ap_bytes || qatomic_read(&peer->broken)) {
+    for (;;) {
+        drbd_co_sleep(s, &peer->ahead_sleep, DRBD_AHEAD_POLL_NS);
+        drbd_co_rehome(s);
+        qemu_mutex_lock(&s->lock);
+        if (!conn->ahead || qatomic_read(&peer->broken)) {
+            qemu_mutex_unlock(&s->lock);
+            break;
+        }
+        if (!conn->ap_bytes &&
+            qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - conn->ahead_write_ns >=
+            DRBD_AHEAD_QUIET_NS) {
+            conn->ahead = false;
+            oos = hbitmap_count(conn->oos);
+            start = true;
+        }
         qemu_mutex_unlock(&s->lock);
-        return;
+        if (start) {
+            break;
+        }
     }
-    conn->ahead = false;
-    oos = hbitmap_count(conn->oos);
-    qemu_mutex_unlock(&s->lock);
-    trace_drbd_ahead_drained(s->bs, conn->peer_node_id, oos);
-    if (!oos) {
-        /*
-         * Not expected (the write that found the link congested was not
-         * sent, and is marked): the handshake of a new connection says
-         * what the peer lacks instead of a resync of nothing
-         */
-        drbd_peer_fail(peer, "the link drained with nothing to resync: "
-                       "connecting again");
-        return;
+    if (start) {
+        trace_drbd_ahead_drained(s->bs, conn->peer_node_id, oos);
+        drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
+                       DRBD_DISK_STATE_INCONSISTENT,
+                       "the link drained: resync of the writes the peer "
+                       "was not sent");
+        drbd_resync_start(peer);
     }
-    drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
-                   DRBD_DISK_STATE_INCONSISTENT,
-                   "the link drained: resync of the writes the peer was "
-                   "not sent");
-    drbd_resync_start(peer);
+    drbd_peer_put(peer);
 }
 
 /* Resync bytes in sync now: the job's progress, out of what is left */
