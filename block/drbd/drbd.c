@@ -933,13 +933,6 @@ drbd_co_write_local(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 }
 
 /*
- * The established connection of each peer that gets a guest write, in
- * @peers (NULL where none: a bit in its bitmap records the write), in one
- * go with the bitmaps (see drbd_peer_run()).  A peer whose disk is gone
- * gets no data.  Returns whether an up-to-date peer gets it.  Under
- * s->lock.
- */
-/*
  * Whether the primary goes ahead of @conn's peer now (on-congestion
  * pull-ahead): the writes in flight to it passed congestion-fill while
  * it was in sync, and it understands AHEAD.  Under s->lock.
@@ -954,10 +947,13 @@ static bool drbd_goes_ahead_locked(DrbdConnection *conn)
 }
 
 /*
- * The peers a guest write goes to (NULL where none), each with a
- * reference; in @ahead, those that the node goes ahead of with this
- * write, which it is not sent to, with a reference too.  Returns whether
- * one of them has up-to-date data.
+ * The established connection of each peer that gets a guest write, in
+ * @peers (NULL where none: a bit in its bitmap records the write), in one
+ * go with the bitmaps (see drbd_peer_run()), each with a reference.  A
+ * peer whose disk is gone gets no data, nor one that the node is ahead
+ * of; in @ahead, those that the node goes ahead of with this write, with
+ * a reference too.  Returns whether an up-to-date peer gets it.  Under
+ * s->lock.
  */
 static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers,
                                     DrbdPeer **ahead)

@@ -789,7 +789,7 @@ void coroutine_fn drbd_resync_ahead_co(void *opaque)
     BDRVDrbdState *s = peer->s;
     DrbdConnection *conn = peer->conn;
     uint64_t oos = 0;
-    bool start = false;
+    bool start = false, primary = false;
 
     for (;;) {
         drbd_co_sleep(s, &peer->ahead_sleep, DRBD_AHEAD_POLL_NS);
@@ -804,6 +804,7 @@ void coroutine_fn drbd_resync_ahead_co(void *opaque)
             DRBD_AHEAD_QUIET_NS) {
             conn->ahead = false;
             oos = hbitmap_count(conn->oos);
+            primary = s->role == DRBD_ROLE_PRIMARY;
             start = true;
         }
         qemu_mutex_unlock(&s->lock);
@@ -811,7 +812,14 @@ void coroutine_fn drbd_resync_ahead_co(void *opaque)
             break;
         }
     }
-    if (start) {
+    if (start && !primary) {
+        /*
+         * Demoted meanwhile: a secondary is no sync source of a peer in
+         * sync; the handshake of a new connection resyncs it
+         */
+        drbd_peer_fail(peer, "demoted while ahead of the peer: connecting "
+                       "again");
+    } else if (start) {
         trace_drbd_ahead_drained(s->bs, conn->peer_node_id, oos);
         drbd_set_state(s, conn, -1, DRBD_CONN_STATE_SYNC_SOURCE, -1, -1,
                        DRBD_DISK_STATE_INCONSISTENT,
