@@ -44,8 +44,8 @@ parser.add_argument('--repeat', type=int, default=3)
 parser.add_argument('--size', type=int, default=256 * MiB)
 parser.add_argument('--rate', type=int, default=20 * MiB,
                     help='bytes per second the link passes (default 20 MiB)')
-parser.add_argument('--fill', type=int, default=2 * MiB,
-                    help='congestion-fill of pull-ahead (default 2 MiB)')
+parser.add_argument('--fill', type=int, default=256 * 1024,
+                    help='congestion-fill of pull-ahead (default 256 KiB)')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
