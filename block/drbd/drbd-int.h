@@ -1141,6 +1141,17 @@ bool drbd_digest_hash_alg(uint32_t digest, QCryptoHashAlgo *alg);
 bool drbd_digest_of_hash(QCryptoHashAlgo alg, uint32_t *digest);
 size_t drbd_digest_size(uint32_t digest);
 uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov);
+/*
+ * The ways of computing it, each faster than the one before where the
+ * CPU has what it needs: QEMU's crc32c(), SSE4.2's crc32 instruction in
+ * three streams, and that with folding by VPCLMULQDQ (AVX-512).
+ * drbd_crc32c_iov_upto() takes the fastest the CPU has, up to @max, so
+ * that a test reaches each.
+ */
+#define DRBD_CRC32C_SOFT        1
+#define DRBD_CRC32C_SSE42       2
+#define DRBD_CRC32C_FOLDING     3
+uint32_t drbd_crc32c_iov_upto(const struct iovec *iov, size_t niov, int max);
 int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
                     uint8_t *out, Error **errp);
 /*

@@ -158,10 +158,20 @@ static void test_digest_vectors(void)
     g_assert(!memcmp(out, sha256_abc, 32));
 }
 
+/* drbd_crc32c_iov_upto(@max) of @len bytes at @p is iov_crc32c()'s */
+static void assert_crc32c(const uint8_t *p, size_t len, int max)
+{
+    struct iovec iov = { (void *)p, len };
+
+    g_assert_cmphex(drbd_crc32c_iov_upto(&iov, 1, max), ==,
+                    iov_crc32c(0xffffffff, &iov, 1));
+}
+
 /*
- * crc32c as QEMU's iov_crc32c() computes it, whichever way the node does
- * (the CPU's instruction where it has one): every length and alignment
- * of the head and the tail, and several pieces
+ * crc32c as QEMU's iov_crc32c() computes it, each way the node may (those
+ * that this CPU has; the others fall back): every length and alignment of
+ * the head and the tail, around the lengths of the three streams and of
+ * the folding, and several pieces
  */
 static void test_crc32c(void)
 {
@@ -171,33 +181,27 @@ static void test_crc32c(void)
     for (int i = 0; i < 16384 + 64; i++) {
         buf[i] = i * 131 + (i >> 7) + 7;
     }
-    for (size_t start = 0; start < 16; start++) {
-        for (size_t len = 0; len < 80; len++) {
-            struct iovec iov = { buf + start, len };
-
-            g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
-                            iov_crc32c(0xffffffff, &iov, 1));
+    for (int max = DRBD_CRC32C_SOFT; max <= DRBD_CRC32C_FOLDING; max++) {
+        for (size_t start = 0; start < 16; start++) {
+            for (size_t len = 0; len < 80; len++) {
+                assert_crc32c(buf + start, len, max);
+            }
         }
-    }
-    /* Around the length that runs three streams (4080), at every offset */
-    for (size_t len = 4000; len <= 4096; len += 3) {
-        struct iovec iov = { buf + len % 16, len };
-
-        g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
-                        iov_crc32c(0xffffffff, &iov, 1));
-    }
-    for (size_t len = 4070; len <= 4096; len++) {
-        struct iovec iov = { buf + 64 - len % 64, len };
-
-        g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
-                        iov_crc32c(0xffffffff, &iov, 1));
-    }
-    /* Several rounds of three streams, and what is left after them */
-    for (size_t len = 8150; len <= 16384; len += 1019) {
-        struct iovec iov = { buf + len % 64, len };
-
-        g_assert_cmphex(drbd_crc32c_iov(&iov, 1), ==,
-                        iov_crc32c(0xffffffff, &iov, 1));
+        /* Around the length that runs three streams (4080) */
+        for (size_t len = 4000; len <= 4096; len += 3) {
+            assert_crc32c(buf + len % 16, len, max);
+        }
+        for (size_t len = 4070; len <= 4096; len++) {
+            assert_crc32c(buf + 64 - len % 64, len, max);
+        }
+        /* Around the lengths that fold (multiples of 256), misaligned */
+        for (size_t len = 240; len <= 1040; len += 7) {
+            assert_crc32c(buf + 1 + len % 63, len, max);
+        }
+        /* Several rounds of either, and what is left after them */
+        for (size_t len = 8150; len <= 16384; len += 1019) {
+            assert_crc32c(buf + len % 64, len, max);
+        }
     }
     for (size_t cut = 0; cut <= 4096; cut += 1 + cut / 3) {
         struct iovec parts[] = {
