@@ -262,21 +262,20 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
     int ret = -EPIPE;
 
     qemu_co_mutex_lock(&peer->data_send_lock);
-    qemu_mutex_lock(&s->lock);
-    if (conn->ahead) {
-        /*
-         * The node went ahead of the peer while this write waited to be
-         * sent: it goes after AHEAD no more than the later ones, and is
-         * marked out of sync as they are (not a failure of the link)
-         */
-        drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
-        qemu_mutex_unlock(&s->lock);
-        qemu_co_mutex_unlock(&peer->data_send_lock);
-        return 0;
-    }
-    qemu_mutex_unlock(&s->lock);
     if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
+        if (conn->ahead) {
+            /*
+             * The node went ahead of the peer while this write waited to
+             * be sent: it goes after AHEAD no more than the later ones,
+             * and is marked out of sync as they are (not a failure of the
+             * link)
+             */
+            drbd_req_event_locked(s, req, DRBD_EV_SEND_FAILED);
+            qemu_mutex_unlock(&s->lock);
+            qemu_co_mutex_unlock(&peer->data_send_lock);
+            return 0;
+        }
         if (conn->epoch_needs_barrier ||
             conn->epoch_size >= conn->max_epoch_size) {
             drbd_close_epoch_locked(conn, pkt, false);
@@ -371,12 +370,12 @@ int coroutine_fn drbd_send_write(DrbdPeer *peer, DrbdRequest *req,
 }
 
 /*
- * Close the current epoch with a barrier that asks the peer to flush its
- * disk once the epoch's writes are done; *@epoch is the epoch whose
- * BARRIER_ACK says the peer's disk is stable.
+ * Close the current epoch with a barrier (with @ahead, only if it holds
+ * writes, and then AHEAD after it), as one send under the data channel's
+ * lock; *@epoch, if given, is the epoch closed
  */
-int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
-                                   uint32_t *epoch)
+static int coroutine_fn drbd_send_epoch_end(DrbdPeer *peer, bool flush,
+                                            bool ahead, uint32_t *epoch)
 {
     BDRVDrbdState *s = peer->s;
     DrbdConnection *conn = peer->conn;
@@ -387,9 +386,16 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
     qemu_co_mutex_lock(&peer->data_send_lock);
     if (!qatomic_read(&peer->broken)) {
         qemu_mutex_lock(&s->lock);
-        *epoch = conn->cur_epoch;
-        drbd_close_epoch_locked(conn, pkt, flush);
+        if (epoch) {
+            *epoch = conn->cur_epoch;
+        }
+        if (!ahead || conn->epoch_size) {
+            drbd_close_epoch_locked(conn, pkt, flush);
+        }
         qemu_mutex_unlock(&s->lock);
+        if (ahead) {
+            drbd_wire_put_empty(pkt, DRBD_CMD_AHEAD);
+        }
         ret = drbd_write_packet(peer->data, pkt, &err);
     }
     qemu_co_mutex_unlock(&peer->data_send_lock);
@@ -397,6 +403,17 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
         drbd_peer_fail_err(peer, "data channel", err);
     }
     return ret;
+}
+
+/*
+ * Close the current epoch with a barrier that asks the peer to flush its
+ * disk once the epoch's writes are done; *@epoch is the epoch whose
+ * BARRIER_ACK says the peer's disk is stable.
+ */
+int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
+                                   uint32_t *epoch)
+{
+    return drbd_send_epoch_end(peer, flush, false, epoch);
 }
 
 /*
@@ -409,27 +426,9 @@ int coroutine_fn drbd_send_barrier(DrbdPeer *peer, bool flush,
  */
 int coroutine_fn drbd_send_ahead(DrbdPeer *peer)
 {
-    BDRVDrbdState *s = peer->s;
-    DrbdConnection *conn = peer->conn;
-    g_autoptr(GByteArray) pkt = g_byte_array_new();
-    Error *err = NULL;
-    int ret = -EPIPE;
+    int ret = drbd_send_epoch_end(peer, false, true, NULL);
 
-    qemu_co_mutex_lock(&peer->data_send_lock);
-    if (!qatomic_read(&peer->broken)) {
-        qemu_mutex_lock(&s->lock);
-        if (conn->epoch_size) {
-            drbd_close_epoch_locked(conn, pkt, false);
-        }
-        qemu_mutex_unlock(&s->lock);
-        drbd_wire_put_empty(pkt, DRBD_CMD_AHEAD);
-        ret = drbd_write_packet(peer->data, pkt, &err);
-    }
-    qemu_co_mutex_unlock(&peer->data_send_lock);
-    if (err) {
-        drbd_peer_fail_err(peer, "data channel", err);
-    }
-    trace_drbd_send_ahead(s->bs, conn->peer_node_id, ret);
+    trace_drbd_send_ahead(peer->s->bs, peer->conn->peer_node_id, ret);
     return ret;
 }
 
