@@ -576,6 +576,35 @@ static int drbd_handshake_decide(DrbdConnection *conn,
 }
 
 /*
+ * A node whose disk is inconsistent (a resync from another peer was cut
+ * short) becomes the sync target of any peer with consistent data, by
+ * bitmap where the UUIDs allow: the blocks that the other resync still
+ * owed are lacking too, and this resync is the one to bring them, or
+ * the node would stay inconsistent once it is over (and, with a primary
+ * in the resource, wait for good: two secondaries leave their resync to
+ * the primary).  Every other bitmap goes into @conn's before it is sent;
+ * where one holds what that peer lacks rather than what we lack, the
+ * blocks are sent once more for nothing.  Under s->lock.
+ */
+static void drbd_oos_take_others_locked(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+        int64_t start = 0, count;
+
+        while (c != conn &&
+               hbitmap_next_dirty_area(c->oos, start, s->size, INT64_MAX,
+                                       &start, &count)) {
+            drbd_oos_set_locked(conn, start, count);
+            start += count;
+        }
+    }
+}
+
+/*
  * Apply the handshake's outcome to the node and the peer, in one place:
  * the UUIDs, the bitmap (afterwards the source and the target both hold
  * the union of the two bitmaps), the disk state of a sync target, and
@@ -805,6 +834,11 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         return -EINVAL;
     }
 
+    qemu_mutex_lock(&s->lock);
+    if (s->disk == DRBD_DISK_STATE_INCONSISTENT) {
+        drbd_oos_take_others_locked(conn);
+    }
+    qemu_mutex_unlock(&s->lock);
     ret = drbd_exchange_bitmaps(peer, dl, &their_bm, &their_bytes, errp);
     if (ret < 0) {
         return ret;
