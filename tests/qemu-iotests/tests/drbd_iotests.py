@@ -147,6 +147,22 @@ def pair_opts(name: str, port: int, peer_port: Optional[int] = None) -> str:
             f'listen.port={port}')
 
 
+def raw_nbd(path: str, export: str) -> Any:
+    """
+    A connection to NBD export @export at unix socket @path through the
+    cluster test's minimal NBD client (tests/ha/nbdwriter.py: write(),
+    read(), close()), which sends only the requests it is asked for:
+    unlike qemu-io's, it sends no flush when it closes
+    """
+    ha = os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                      '..', '..', 'ha')
+    if ha not in sys.path:
+        sys.path.insert(0, ha)
+    # pylint: disable=import-outside-toplevel,import-error
+    from nbdwriter import Nbd
+    return Nbd(path, export)
+
+
 def io_args(*cmds: str) -> List[str]:
     """qemu-io's arguments for the commands @cmds"""
     return [arg for c in cmds for arg in ('-c', c)]
