@@ -668,7 +668,16 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
         return false;
     }
     qatomic_set(&s->gen_acked, false);
-    s->gen_unacked_lost = false;
+    if (!s->quorum.need || qatomic_read(&s->quorum.has)) {
+        /*
+         * Not without quorum: a write that passed the quorum check just
+         * before the quorum went, and waited for the generation before
+         * its own (gen_lock), starts one now that a peer went.  No write
+         * of it is acknowledged either: the node still yields its
+         * changes at the next split brain (primary-lost-quorum).
+         */
+        s->gen_unacked_lost = false;
+    }
     for (i = 0; i < s->nr_conns; i++) {
         DrbdConnection *c = s->conns[i];
 
