@@ -551,11 +551,82 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn,
 }
 
 /* Run an established connection until it breaks */
+/* @peer's part in a loss's confirmation is over; under s->lock */
+static void drbd_loss_confirmed_locked(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+
+    if (peer->confirming) {
+        peer->confirming = false;
+        if (!--s->loss_confirm) {
+            qemu_co_queue_restart_all(&s->loss_confirm_queue);
+        }
+    }
+}
+
+/*
+ * A primary lost a peer, and the writes that waited for it complete now
+ * without it.  Before the guest sees one succeed, @opaque (another peer,
+ * connected) shows that it knows the data generation that this starts:
+ * else it could grant the promotion of a node that lacks those writes
+ * (one that lost the primary too, and whose generation it sees as its
+ * own), whose resync would then overwrite them on it.  It answers a
+ * PING sent after the generation's NEW_UUID (the meta channel keeps
+ * their order), or it is lost itself, and the writes then see the
+ * quorum as it is (drbd_co_write_common()).  A peer that does not
+ * answer is dropped after ping-timeout; this waits three at most.
+ * Runs with a reference to the peer, in the node's context.
+ */
+static void coroutine_fn drbd_loss_confirm_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+    BDRVDrbdState *s = peer->s;
+    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       3 * peer->conn->ping_timeout_ns;
+    uint64_t ping;
+
+    bdrv_graph_co_rdlock();
+    drbd_co_generation_due(s);
+    bdrv_graph_co_rdunlock();
+    /* A ping counted before it is sent: this one goes after NEW_UUID */
+    ping = qatomic_read(&peer->pings_sent) + 1;
+    qatomic_set(&peer->ping_now, true);
+    drbd_sleep_wake(s, &peer->ping_sleep, false);
+    while (!qatomic_read(&peer->broken) &&
+           qatomic_read(&peer->pings_acked) < ping &&
+           qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, SCALE_MS);
+        drbd_co_rehome(s);
+    }
+    /*
+     * A peer lost instead lets the writes go at its teardown, once the
+     * quorum no longer counts it (drbd_peer_run())
+     */
+    qemu_mutex_lock(&s->lock);
+    if (!qatomic_read(&peer->broken)) {
+        drbd_loss_confirmed_locked(peer);
+    }
+    qemu_mutex_unlock(&s->lock);
+    drbd_peer_put(peer);
+}
+
+/* A guest write done: wait for drbd_loss_confirm_co() where one runs */
+void coroutine_fn drbd_co_loss_confirm_wait(BDRVDrbdState *s)
+{
+    qemu_mutex_lock(&s->lock);
+    while (s->loss_confirm) {
+        qemu_co_queue_wait(&s->loss_confirm_queue, &s->lock);
+    }
+    qemu_mutex_unlock(&s->lock);
+}
+
 static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
     BDRVDrbdState *s = conn->s;
+    DrbdPeer *others[DRBD_PEERS_MAX] = { NULL };
     bool announce;
     bool sync_source, sync_target, peer_diskless;
+    unsigned i;
 
     qemu_mutex_lock(&s->lock);
     /*
@@ -647,6 +718,8 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
      * up complete: a write that completes now sees the quorum as it is
      */
     drbd_quorum_update_locked(s);
+    /* ... and so do those that waited for it to confirm another's loss */
+    drbd_loss_confirmed_locked(peer);
     conn->lost_primary = conn->peer_role == DRBD_ROLE_PRIMARY;
     if (conn->lost_primary && s->nr_conns > 1) {
         /* Its last writes may have reached some survivors only */
@@ -664,6 +737,15 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     if ((s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) &&
         !conn->rehandshake) {
         qatomic_set(&s->gen_due, true);
+        /* The writes it held up succeed once the others know (below) */
+        for (i = 0; i < s->nr_conns && !qatomic_read(&s->closing); i++) {
+            others[i] = s->conns[i] == conn ? NULL :
+                        drbd_peer_get_locked(s->conns[i]);
+            if (others[i] && !others[i]->confirming) {
+                others[i]->confirming = true;
+                s->loss_confirm++;
+            }
+        }
     }
     /* A peer that may be promoted without us is to be fenced (state.c) */
     conn->fence_candidate = !conn->rehandshake &&
@@ -678,6 +760,12 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
                    DRBD_ROLE_UNKNOWN, DRBD_DISK_STATE_DUNKNOWN,
                    peer->broken_reason);
     drbd_fence_peers(s);
+    for (i = 0; i < s->nr_conns; i++) {
+        if (others[i]) {
+            drbd_peer_spawn(others[i], drbd_loss_confirm_co, others[i]);
+            drbd_peer_put(others[i]);
+        }
+    }
     drbd_peer_free(peer);
 }
 

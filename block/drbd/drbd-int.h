@@ -166,6 +166,7 @@ typedef struct DrbdPeer {
     GByteArray *meta_out;       /* queued for the meta channel */
     bool meta_flushing;         /* a flusher will send meta_out */
     Coroutine *teardown_waiter; /* the manager, waiting for the last one */
+    bool confirming;            /* counted in s->loss_confirm (conn.c) */
     /* Teardown started: set under s->lock, read with qatomic_read() */
     bool broken;
     char *broken_reason;
@@ -206,6 +207,9 @@ typedef struct DrbdPeer {
      */
     bool resync_wanted;
     bool ping_answered;         /* atomic: the meta receiver sets it */
+    /* Atomic: PINGs sent (counted before the send), PING_ACKs received */
+    uint64_t pings_sent;
+    uint64_t pings_acked;
     bool ping_now;              /* atomic: a drain wants a ping at once */
     DrbdSleep ping_sleep;       /* the pinger's */
     DrbdSleep resync_sleep;     /* the resync's, while the rate holds it */
@@ -631,6 +635,14 @@ struct BDRVDrbdState {
     bool gen_busy;
     CoMutex gen_lock;
     /*
+     * Under s->lock: the primary lost a peer, and the writes that waited
+     * for it complete without it: how many of the other peers have yet to
+     * show that they know the generation that starts (conn.c), and the
+     * guest writes that wait for them before they succeed
+     */
+    unsigned loss_confirm;
+    CoQueue loss_confirm_queue;
+    /*
      * A guest write of the current data generation completed (atomic;
      * true at open, where it is not known); and, under s->lock, the node
      * lost its quorum as primary before one had (state.c): its changes
@@ -852,6 +864,7 @@ bool drbd_uuid_told_locked(DrbdConnection *c);
  * coroutine, in the node's context.
  */
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
+void coroutine_fn drbd_co_loss_confirm_wait(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write);
@@ -1144,13 +1157,14 @@ uint32_t drbd_crc32c_iov(const struct iovec *iov, size_t niov);
 /*
  * The ways of computing it, each faster than the one before where the
  * CPU has what it needs: QEMU's crc32c(), SSE4.2's crc32 instruction in
- * three streams, and that with folding by VPCLMULQDQ (AVX-512).
- * drbd_crc32c_iov_upto() takes the fastest the CPU has, up to @max, so
- * that a test reaches each.
+ * three streams, and that with folding by VPCLMULQDQ, on 256 bits (AVX2)
+ * or on 512 (AVX-512).  drbd_crc32c_iov_upto() takes the fastest the CPU
+ * has, up to @max, so that a test reaches each.
  */
 #define DRBD_CRC32C_SOFT        1
 #define DRBD_CRC32C_SSE42       2
-#define DRBD_CRC32C_FOLDING     3
+#define DRBD_CRC32C_FOLD256     3
+#define DRBD_CRC32C_FOLDING     4
 uint32_t drbd_crc32c_iov_upto(const struct iovec *iov, size_t niov, int max);
 int drbd_digest_iov(uint32_t digest, const struct iovec *iov, size_t niov,
                     uint8_t *out, Error **errp);

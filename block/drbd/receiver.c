@@ -96,6 +96,7 @@ void coroutine_fn drbd_meta_receiver(void *opaque)
             break;
         }
         case DRBD_CMD_PING_ACK:
+            qatomic_inc(&peer->pings_acked);
             break;
         case DRBD_CMD_RECV_ACK:
         case DRBD_CMD_WRITE_ACK:
@@ -548,6 +549,7 @@ void coroutine_fn drbd_pinger(void *opaque)
         qatomic_set(&peer->ping_now, false);
         qatomic_set(&peer->ping_answered, false);
         drbd_wire_put_empty(pkt, DRBD_CMD_PING);
+        qatomic_inc(&peer->pings_sent);
         if (drbd_send_meta(peer, pkt) < 0) {
             break;
         }
