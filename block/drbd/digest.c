@@ -45,7 +45,8 @@ static uint32_t drbd_crc32c_shift_table[4][256];
  * polynomial, times x^(8 * d) modulo the CRC's polynomial give 64 bytes
  * that have the same CRC at d bytes further on; so 256 bytes at a time
  * fold into four 64-byte accumulators, which fold into one 16-byte
- * remainder, whose CRC (by the crc32 instruction) is the data's.  For a
+ * remainder, whose CRC (by the crc32 instruction) is the data's.  With
+ * 256 bits (VPCLMULQDQ with AVX2), eight 32-byte accumulators.  For a
  * distance of d bytes, each 16-byte lane takes its first 8 bytes times
  * x^(8d + 31) and its last 8 times x^(8d - 33), in the bit-reflected
  * order of CRC-32C (drbd_crc32c_xpow()).
@@ -130,6 +131,56 @@ drbd_crc32c_fold(uint32_t crc, const uint8_t *p, size_t len)
     return _mm_crc32_u64(c, _mm_extract_epi64(r, 1));
 }
 
+#define DRBD_FOLD256(a, k, next) \
+    _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(a, k, 0x00), \
+                                      _mm256_clmulepi64_epi128(a, k, 0x11)), \
+                     next)
+#define DRBD_FOLD128_SSE(a, k, next) \
+    _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00), \
+                                _mm_clmulepi64_si128(a, k, 0x11)), next)
+
+/*
+ * drbd_crc32c_fold() where VPCLMULQDQ multiplies 256 bits at a time (with
+ * AVX2, without AVX-512): the same 256 bytes at a time, in eight 32-byte
+ * accumulators
+ */
+static uint32_t __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2")))
+drbd_crc32c_fold256(uint32_t crc, const uint8_t *p, size_t len)
+{
+    __m256i k256 = _mm256_broadcastsi128_si256(drbd_crc32c_k128(
+                                               DRBD_FOLD_256));
+    __m256i k32 = _mm256_broadcastsi128_si256(drbd_crc32c_k128(
+                                              DRBD_FOLD_32));
+    __m256i a[8];
+    __m128i r;
+    uint64_t c;
+    int i;
+
+    assert(len >= DRBD_CRC32C_FOLD_BLOCK &&
+           len % DRBD_CRC32C_FOLD_BLOCK == 0);
+    for (i = 0; i < 8; i++) {
+        a[i] = _mm256_loadu_si256((const __m256i *)(p + 32 * i));
+    }
+    /* The register's start value goes into the first bytes */
+    a[0] = _mm256_xor_si256(a[0], _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0,
+                                                   (int)crc));
+    for (p += DRBD_CRC32C_FOLD_BLOCK, len -= DRBD_CRC32C_FOLD_BLOCK; len;
+         p += DRBD_CRC32C_FOLD_BLOCK, len -= DRBD_CRC32C_FOLD_BLOCK) {
+        for (i = 0; i < 8; i++) {
+            a[i] = DRBD_FOLD256(a[i], k256, _mm256_loadu_si256(
+                                (const __m256i *)(p + 32 * i)));
+        }
+    }
+    for (i = 1; i < 8; i++) {
+        a[i] = DRBD_FOLD256(a[i - 1], k32, a[i]);
+    }
+    r = DRBD_FOLD128_SSE(_mm256_castsi256_si128(a[7]),
+                         drbd_crc32c_k128(DRBD_FOLD_16),
+                         _mm256_extracti128_si256(a[7], 1));
+    c = _mm_crc32_u64(0, _mm_cvtsi128_si64(r));
+    return _mm_crc32_u64(c, _mm_extract_epi64(r, 1));
+}
+
 static uint64_t __attribute__((target("sse4.2")))
 drbd_crc32c_zeroes(uint64_t c, size_t len)
 {
@@ -160,8 +211,7 @@ static int drbd_crc32c_hw(void)
             }
             hw = DRBD_CRC32C_SSE42;
         }
-        if (hw == DRBD_CRC32C_SSE42 && __builtin_cpu_supports("avx512f") &&
-            __builtin_cpu_supports("avx512vl") &&
+        if (hw == DRBD_CRC32C_SSE42 && __builtin_cpu_supports("avx2") &&
             __builtin_cpu_supports("vpclmulqdq") &&
             __builtin_cpu_supports("pclmul")) {
             for (int i = 0; i < DRBD_FOLD__MAX; i++) {
@@ -170,7 +220,11 @@ static int drbd_crc32c_hw(void)
                 drbd_crc32c_fold_k[i][0] = drbd_crc32c_xpow(bits + 31);
                 drbd_crc32c_fold_k[i][1] = drbd_crc32c_xpow(bits - 33);
             }
-            hw = DRBD_CRC32C_FOLDING;
+            hw = DRBD_CRC32C_FOLD256;
+            if (__builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512vl")) {
+                hw = DRBD_CRC32C_FOLDING;
+            }
         }
         g_once_init_leave(&state, hw);
     }
@@ -242,10 +296,11 @@ uint32_t drbd_crc32c_iov_upto(const struct iovec *iov, size_t niov, int max)
         const uint8_t *p = iov->iov_base;
         size_t len = iov->iov_len;
 
-        if (hw == DRBD_CRC32C_FOLDING && len >= DRBD_CRC32C_FOLD_BLOCK) {
+        if (hw >= DRBD_CRC32C_FOLD256 && len >= DRBD_CRC32C_FOLD_BLOCK) {
             size_t n = len - len % DRBD_CRC32C_FOLD_BLOCK;
 
-            crc = drbd_crc32c_fold(crc, p, n);
+            crc = hw == DRBD_CRC32C_FOLDING ? drbd_crc32c_fold(crc, p, n) :
+                  drbd_crc32c_fold256(crc, p, n);
             p += n;
             len -= n;
         }
