@@ -550,17 +550,19 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn,
     return peer;
 }
 
-/* Run an established connection until it breaks */
-/* @peer's part in a loss's confirmation is over; under s->lock */
-static void drbd_loss_confirmed_locked(DrbdPeer *peer)
+/*
+ * @peer confirmed @n of the losses it was asked to (all of them: its
+ * own loss ends its part); under s->lock
+ */
+static void drbd_loss_confirmed_locked(DrbdPeer *peer, unsigned n)
 {
     BDRVDrbdState *s = peer->s;
 
-    if (peer->confirming) {
-        peer->confirming = false;
-        if (!--s->loss_confirm) {
-            qemu_co_queue_restart_all(&s->loss_confirm_queue);
-        }
+    n = MIN(n, peer->confirming);
+    peer->confirming -= n;
+    s->loss_confirm -= n;
+    if (n && !s->loss_confirm) {
+        qemu_co_queue_restart_all(&s->loss_confirm_queue);
     }
 }
 
@@ -574,8 +576,9 @@ static void drbd_loss_confirmed_locked(DrbdPeer *peer)
  * PING sent after the generation's NEW_UUID (the meta channel keeps
  * their order), or it is lost itself, and the writes then see the
  * quorum as it is (drbd_co_write_common()).  A peer that does not
- * answer is dropped after ping-timeout; this waits three at most.
- * Runs with a reference to the peer, in the node's context.
+ * answer is dropped after ping-timeout (by this, after three).  Each
+ * loss asks each peer once: a later loss, a later ping.  Runs with a
+ * reference to the peer, in the node's context.
  */
 static void coroutine_fn drbd_loss_confirm_co(void *opaque)
 {
@@ -593,8 +596,13 @@ static void coroutine_fn drbd_loss_confirm_co(void *opaque)
     qatomic_set(&peer->ping_now, true);
     drbd_sleep_wake(s, &peer->ping_sleep, false);
     while (!qatomic_read(&peer->broken) &&
-           qatomic_read(&peer->pings_acked) < ping &&
-           qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < deadline) {
+           qatomic_read(&peer->pings_acked) < ping) {
+        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= deadline) {
+            /* The pinger should have dropped it: unconfirmed, it goes */
+            drbd_peer_fail(peer, "the peer did not answer a ping after "
+                           "another peer's loss");
+            break;
+        }
         qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, SCALE_MS);
         drbd_co_rehome(s);
     }
@@ -604,7 +612,7 @@ static void coroutine_fn drbd_loss_confirm_co(void *opaque)
      */
     qemu_mutex_lock(&s->lock);
     if (!qatomic_read(&peer->broken)) {
-        drbd_loss_confirmed_locked(peer);
+        drbd_loss_confirmed_locked(peer, 1);
     }
     qemu_mutex_unlock(&s->lock);
     drbd_peer_put(peer);
@@ -620,6 +628,7 @@ void coroutine_fn drbd_co_loss_confirm_wait(BDRVDrbdState *s)
     qemu_mutex_unlock(&s->lock);
 }
 
+/* Run an established connection until it breaks */
 static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
 {
     BDRVDrbdState *s = conn->s;
@@ -719,7 +728,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
      */
     drbd_quorum_update_locked(s);
     /* ... and so do those that waited for it to confirm another's loss */
-    drbd_loss_confirmed_locked(peer);
+    drbd_loss_confirmed_locked(peer, UINT_MAX);
     conn->lost_primary = conn->peer_role == DRBD_ROLE_PRIMARY;
     if (conn->lost_primary && s->nr_conns > 1) {
         /* Its last writes may have reached some survivors only */
@@ -741,8 +750,8 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
         for (i = 0; i < s->nr_conns && !qatomic_read(&s->closing); i++) {
             others[i] = s->conns[i] == conn ? NULL :
                         drbd_peer_get_locked(s->conns[i]);
-            if (others[i] && !others[i]->confirming) {
-                others[i]->confirming = true;
+            if (others[i]) {
+                others[i]->confirming++;
                 s->loss_confirm++;
             }
         }

@@ -166,7 +166,7 @@ typedef struct DrbdPeer {
     GByteArray *meta_out;       /* queued for the meta channel */
     bool meta_flushing;         /* a flusher will send meta_out */
     Coroutine *teardown_waiter; /* the manager, waiting for the last one */
-    bool confirming;            /* counted in s->loss_confirm (conn.c) */
+    unsigned confirming;        /* its part of s->loss_confirm (conn.c) */
     /* Teardown started: set under s->lock, read with qatomic_read() */
     bool broken;
     char *broken_reason;
