@@ -560,7 +560,7 @@ static void drbd_loss_confirmed_locked(DrbdPeer *peer, unsigned n)
 
     n = MIN(n, peer->confirming);
     peer->confirming -= n;
-    s->loss_confirm -= n;
+    qatomic_set(&s->loss_confirm, s->loss_confirm - n);
     if (n && !s->loss_confirm) {
         qemu_co_queue_restart_all(&s->loss_confirm_queue);
     }
@@ -618,9 +618,17 @@ static void coroutine_fn drbd_loss_confirm_co(void *opaque)
     drbd_peer_put(peer);
 }
 
-/* A guest write done: wait for drbd_loss_confirm_co() where one runs */
+/*
+ * A guest write done: wait for drbd_loss_confirm_co() where one runs.
+ * Without the lock when none does, as nearly always: a loss counts its
+ * confirmations in the locked section that completes the writes it held
+ * up, before their coroutines are woken.
+ */
 void coroutine_fn drbd_co_loss_confirm_wait(BDRVDrbdState *s)
 {
+    if (!qatomic_read(&s->loss_confirm)) {
+        return;
+    }
     qemu_mutex_lock(&s->lock);
     while (s->loss_confirm) {
         qemu_co_queue_wait(&s->loss_confirm_queue, &s->lock);
@@ -752,7 +760,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
                         drbd_peer_get_locked(s->conns[i]);
             if (others[i]) {
                 others[i]->confirming++;
-                s->loss_confirm++;
+                qatomic_set(&s->loss_confirm, s->loss_confirm + 1);
             }
         }
     }

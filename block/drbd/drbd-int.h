@@ -635,10 +635,11 @@ struct BDRVDrbdState {
     bool gen_busy;
     CoMutex gen_lock;
     /*
-     * Under s->lock: the primary lost a peer, and the writes that waited
-     * for it complete without it: how many of the other peers have yet to
-     * show that they know the generation that starts (conn.c), and the
-     * guest writes that wait for them before they succeed
+     * Set under s->lock (read atomically): the primary lost a peer, and
+     * the writes that waited for it complete without it: how many of the
+     * other peers have yet to show that they know the generation that
+     * starts (conn.c), and the guest writes that wait for them before
+     * they succeed
      */
     unsigned loss_confirm;
     CoQueue loss_confirm_queue;

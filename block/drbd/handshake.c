@@ -595,8 +595,10 @@ static void drbd_oos_take_others_locked(DrbdConnection *conn)
         DrbdConnection *c = s->conns[i];
         int64_t start = 0, count;
 
-        while (c != conn &&
-               hbitmap_next_dirty_area(c->oos, start, s->size, INT64_MAX,
+        if (c == conn) {
+            continue;
+        }
+        while (hbitmap_next_dirty_area(c->oos, start, s->size, INT64_MAX,
                                        &start, &count)) {
             drbd_oos_set_locked(conn, start, count);
             start += count;
