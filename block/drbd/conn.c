@@ -1034,6 +1034,7 @@ void drbd_conn_adjust(DrbdConnection *conn, DrbdConnection *next,
     conn->pace = next->pace;
     conn->on_congestion = next->on_congestion;
     conn->congestion_fill = next->congestion_fill;
+    conn->congestion_extents = next->congestion_extents;
     old = conn->next_options;
     conn->next_options = reconnect ? next : NULL;
     qemu_mutex_unlock(&s->lock);

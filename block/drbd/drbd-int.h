@@ -303,6 +303,9 @@ typedef struct DrbdVerify {
     char *node_name;            /* the event's, which outlives the node */
 } DrbdVerify;
 
+/* congestion-extents left out: as many as the activity log has slots */
+#define DRBD_CONGESTION_EXTENTS_AL  UINT32_MAX
+
 /*
  * Everything the node has and keeps for one peer, for the node's
  * lifetime: that peer's configuration, its connection manager, what is
@@ -339,9 +342,10 @@ struct DrbdConnection {
     uint64_t ping_interval_ns;
     uint64_t ping_timeout_ns;
     uint32_t max_epoch_size;
-    /* on-congestion and congestion-fill (adjusted at once) */
+    /* on-congestion, congestion-fill and -extents (adjusted at once) */
     DrbdOnCongestion on_congestion;
     uint64_t congestion_fill;
+    uint32_t congestion_extents;    /* or DRBD_CONGESTION_EXTENTS_AL */
     uint32_t max_buffers;           /* 4 KiB pages a receiver may hold */
     uint64_t resync_rate;
     DrbdPaceParams pace;        /* the c-* options (pace.h) */

@@ -60,7 +60,7 @@ static const char *const drbd_option_names[] = {
     "tls-hostname", "data-integrity-alg", "csums-alg", "verify-alg",
     "on-io-error", "disk-timeout", "size", "read-balancing", "quorum",
     "quorum-minimum-redundancy", "on-no-quorum", "fencing", "on-congestion",
-    "congestion-fill",
+    "congestion-fill", "congestion-extents",
 };
 static const char *const drbd_option_prefixes[] = {
     "listen.", "peer.", "peers.",
@@ -215,6 +215,9 @@ static int drbd_apply_conn_options(DrbdConnection *conn,
     conn->on_congestion = o->has_on_congestion ? o->on_congestion :
                           DRBD_ON_CONGESTION_BLOCK;
     conn->congestion_fill = o->has_congestion_fill ? o->congestion_fill : 0;
+    conn->congestion_extents = o->has_congestion_extents ?
+                               o->congestion_extents :
+                               DRBD_CONGESTION_EXTENTS_AL;
     if (conn->on_congestion == DRBD_ON_CONGESTION_PULL_AHEAD &&
         conn->protocol != 'A') {
         error_setg(errp, "on-congestion=pull-ahead needs protocol A, and "
@@ -934,17 +937,37 @@ drbd_co_write_local(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 }
 
 /*
- * Whether the primary goes ahead of @conn's peer now (on-congestion
- * pull-ahead): the writes in flight to it passed congestion-fill while
- * it was in sync, and it understands AHEAD.  Under s->lock.
+ * Whether @conn's link is congested (DRBD's): the writes in flight to
+ * its peer passed congestion-fill, or writes to it are in flight while
+ * congestion-extents activity-log extents are in use (writes hold their
+ * extents until every peer has them).  Under s->lock.
  */
-static bool drbd_goes_ahead_locked(DrbdConnection *conn)
+static bool drbd_congested_locked(BDRVDrbdState *s, DrbdConnection *conn)
+{
+    uint32_t extents = conn->congestion_extents;
+
+    if (conn->congestion_fill && conn->ap_bytes >= conn->congestion_fill) {
+        return true;
+    }
+    if (!s->md.al || !extents || !conn->ap_bytes) {
+        return false;
+    }
+    extents = MIN(extents, drbd_al_cache_nr_slots(s->md.al));
+    return drbd_al_cache_nr_in_use(s->md.al) >= extents;
+}
+
+/*
+ * Whether the primary goes ahead of @conn's peer now (on-congestion
+ * pull-ahead): its link is congested while it was in sync, and it
+ * understands AHEAD.  Under s->lock.
+ */
+static bool drbd_goes_ahead_locked(BDRVDrbdState *s, DrbdConnection *conn)
 {
     return conn->on_congestion == DRBD_ON_CONGESTION_PULL_AHEAD &&
-           conn->congestion_fill && !conn->ahead &&
+           !conn->ahead &&
            conn->cstate == DRBD_CONN_STATE_CONNECTED && conn->peer &&
            conn->peer->version >= DRBD_PROTO_VERSION_AHEAD &&
-           conn->ap_bytes >= conn->congestion_fill;
+           drbd_congested_locked(s, conn);
 }
 
 /*
@@ -965,7 +988,7 @@ static bool drbd_write_peers_locked(BDRVDrbdState *s, DrbdPeer **peers,
     for (i = 0; i < s->nr_conns; i++) {
         DrbdConnection *conn = s->conns[i];
 
-        if (drbd_goes_ahead_locked(conn)) {
+        if (drbd_goes_ahead_locked(s, conn)) {
             conn->ahead = true;
             ahead[i] = drbd_peer_get_locked(conn);
         }
@@ -1942,6 +1965,7 @@ static QDict *drbd_options_effective(BDRVDrbdState *s,
     DRBD_DEFAULT(on_no_quorum, DRBD_ON_NO_QUORUM_SUSPEND_IO);
     DRBD_DEFAULT(on_congestion, DRBD_ON_CONGESTION_BLOCK);
     DRBD_DEFAULT(congestion_fill, 0);
+    DRBD_DEFAULT(congestion_extents, DRBD_CONGESTION_EXTENTS_AL);
     DRBD_DEFAULT(fencing, DRBD_FENCING_DONT_CARE);
 #undef DRBD_DEFAULT
     if (!o->quorum) {
@@ -1966,7 +1990,7 @@ static const char *const drbd_adjust_at_once[] = {
     "connect-interval", "resync-rate", "c-plan-ahead", "c-fill-target",
     "c-delay-target", "c-max-rate", "c-min-rate", "wfc-timeout",
     "on-io-error", "disk-timeout", "read-balancing", "fencing",
-    "on-congestion", "congestion-fill",
+    "on-congestion", "congestion-fill", "congestion-extents",
 };
 static const char *const drbd_adjust_reconnect[] = {
     "protocol", "ping-interval", "ping-timeout", "max-epoch-size",

@@ -14,6 +14,9 @@
 #   pull-ahead   connected, on-congestion=pull-ahead with
 #                congestion-fill=--fill: the primary goes ahead of the
 #                peer, and resyncs it once the burst is over
+#   extents      as pull-ahead, with congestion-extents=--extents instead
+#                of congestion-fill: ahead once writes in flight to the
+#                peer hold that many activity-log extents (4 MiB each)
 #
 # For each: the guest's MiB/s, and for the connected ones the seconds from
 # the burst's end until the peer is up to date (oos 0), and whether the
@@ -22,6 +25,7 @@
 #
 # usage: drbd-congestion-bench.py BUILDDIR [--repeat N] [--size BYTES]
 #                                 [--rate BYTES] [--fill BYTES]
+#                                 [--extents N]
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
@@ -46,6 +50,8 @@ parser.add_argument('--rate', type=int, default=20 * MiB,
                     help='bytes per second the link passes (default 20 MiB)')
 parser.add_argument('--fill', type=int, default=256 * 1024,
                     help='congestion-fill of pull-ahead (default 256 KiB)')
+parser.add_argument('--extents', type=int, default=2,
+                    help='congestion-extents of extents (default 2)')
 args = parser.parse_args()
 
 BUILD = os.path.abspath(args.build)
@@ -165,6 +171,9 @@ def measure(kind: str, workdir: str) -> dict:
     opts = 'protocol=a'
     if kind == 'pull-ahead':
         opts += f',on-congestion=pull-ahead,congestion-fill={args.fill}'
+    elif kind == 'extents':
+        opts += (f',on-congestion=pull-ahead,'
+                 f'congestion-extents={args.extents}')
     nbd = os.path.join(workdir, 'a.sock')
     daemons = []
     try:
@@ -221,7 +230,7 @@ def measure(kind: str, workdir: str) -> dict:
 
 
 def main() -> None:
-    kinds = ('local', 'block', 'pull-ahead')
+    kinds = ('local', 'block', 'pull-ahead', 'extents')
     runs = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(prefix='drbd-congestion-bench-',
                                      dir='/dev/shm') as workdir:
