@@ -14,7 +14,7 @@ packages="build-essential ccache dpkg-dev patch python3 python3-venv
     libseccomp-dev libslirp-dev libpng-dev libnuma-dev
     seabios ipxe-qemu qemu-system-data
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients prometheus
-    resource-agents libxml2-utils shellcheck
+    resource-agents libxml2-utils shellcheck fio
     corosync pacemaker pacemaker-cli-utils crmsh"
 
 sources=/etc/apt/sources.list.d/qemu-drbd-trixie.sources
