@@ -15,6 +15,7 @@ packages="build-essential ccache dpkg-dev patch python3 python3-venv
     seabios ipxe-qemu qemu-system-data
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients prometheus
     resource-agents libxml2-utils shellcheck fio
+    linux-image-amd64 busybox-static
     corosync pacemaker pacemaker-cli-utils crmsh"
 
 sources=/etc/apt/sources.list.d/qemu-drbd-trixie.sources
