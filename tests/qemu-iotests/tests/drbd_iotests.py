@@ -1111,11 +1111,14 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
     pair.  With @proxied, each connection goes through a Proxy, so that a
     test can cut or freeze any link: self.link[(x, y)].  A subclass names
     the nodes, and may give some no image (@diskless: diskless clients).
+    With @iothreads, each node's export (and so its drbd node) is in an
+    IOThread of its own.
     """
     size = 8 * MiB
     names: List[str] = ['a', 'b', 'c']
     diskless: List[str] = []
     proxied = False
+    iothreads = False
     qsd: Dict[str, Optional[iotests.QemuStorageDaemon]]
 
     def setUp(self) -> None:
@@ -1197,9 +1200,14 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
         qsd.cmd('blockdev-add', opts)
         qsd.cmd('nbd-server-start', {
             'addr': {'type': 'unix', 'data': {'path': self.sock[name]}}})
-        qsd.cmd('block-export-add', {
-            'type': 'nbd', 'id': f'exp-{name}',
-            'node-name': self.node[name], 'writable': True})
+        export = {'type': 'nbd', 'id': f'exp-{name}',
+                  'node-name': self.node[name], 'writable': True}
+        if self.iothreads:
+            qsd.cmd('object-add', {'qom-type': 'iothread',
+                                   'id': f'io-{name}'})
+            export['iothread'] = f'io-{name}'
+            export['fixed-iothread'] = True
+        qsd.cmd('block-export-add', export)
         return qsd
 
     def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
