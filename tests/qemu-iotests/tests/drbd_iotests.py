@@ -1102,6 +1102,10 @@ class _RecordingRunner(iotests.ReproducibleTestRunner):
         return super().run(test)
 
 
+# What a daemon's log must never say
+FATAL_LOG = ('Assertion', 'Aborted')
+
+
 class MeshTestCase(NodeEvents, iotests.QMPTestCase):
     """
     A test case over a resource of several qemu-storage-daemons, one per
@@ -1210,17 +1214,31 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
         qsd.cmd('block-export-add', export)
         return qsd
 
-    def stop(self, name: str, sig: int = signal.SIGTERM) -> None:
+    def stop(self, name: str, sig: int = signal.SIGTERM) -> Optional[int]:
+        """Stop node @name (SIGKILL, or SIGTERM for any other @sig): its
+        exit status, None if it was not running"""
         qsd = self.qsd[name]
-        if qsd is not None:
-            self.qsd[name] = None
-            if sig == signal.SIGKILL:
-                qsd.stop(kill_signal=signal.SIGKILL)
-            else:
-                stop_qsd(qsd)
+        if qsd is None:
+            return None
+        self.qsd[name] = None
+        if sig == signal.SIGKILL:
+            qsd.stop(kill_signal=signal.SIGKILL)
+            return -signal.SIGKILL
+        return stop_qsd(qsd)
 
     def q(self, name: str) -> iotests.QemuStorageDaemon:
         return alive(self.qsd[name], name)
+
+    def healthy(self) -> None:
+        """Every node that should run does, and no log shows a crash"""
+        for n in self.names:
+            if self.qsd[n] is not None:
+                self.q(n)
+            text = log_section(log_path(n))
+            for word in FATAL_LOG:
+                if word in text:
+                    raise AssertionError(f'the log of {n} says {word!r}: '
+                                         f'{text[-3000:]}')
 
     def info(self, name: str) -> Dict[str, Any]:
         return drbd_info(self.q(name), self.node[name])
@@ -1273,6 +1291,76 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
     def io_ok(self, name: str, *cmds: str) -> None:
         out = self.io(name, *cmds)
         self.assertNotIn('failed', out)
+
+    def isolate(self, name: str) -> None:
+        """Freeze every link of @name (@proxied): no FIN, no RST"""
+        for (x, y), p in self.link.items():
+            if name in (x, y):
+                p.freeze()
+
+    def restore_all(self) -> None:
+        """Every link (@proxied) forwards again"""
+        for p in self.link.values():
+            p.restore()
+
+    def promote(self, name: str, force: bool = False) -> Dict[str, Any]:
+        """drbd-promote of @name: the QMP answer, an error or not"""
+        args: Dict[str, Any] = {'node-name': self.node[name]}
+        if force:
+            args['force'] = True
+        res: Dict[str, Any] = self.q(name).qmp('drbd-promote', args)
+        return res
+
+    @staticmethod
+    def ledger_recorder() -> Tuple[Dict[int, Optional[int]],
+                                   Callable[[str, int, int, int], None]]:
+        """A ledger of the last pattern acknowledged per 4 KiB block (None
+        where a write failed: its data is not known), and its recorder
+        (a Writer's @record)"""
+        ledger: Dict[int, Optional[int]] = {}
+        lock = threading.Lock()
+
+        def record(kind: str, offset: int, length: int,
+                   pattern: int) -> None:
+            with lock:
+                for block in range(offset // 4096,
+                                   (offset + length) // 4096):
+                    ledger[block] = pattern if kind == 'acked' else None
+
+        return ledger, record
+
+    def check_ledger(self, name: str,
+                     ledger: Dict[int, Optional[int]]) -> None:
+        """Every write acknowledged (the last one of each block) is on
+        @name"""
+        cmds = [f'read -P {p:#x} {b * 4096} 4k'
+                for b, p in sorted(ledger.items()) if p is not None]
+        self.assertGreater(len(cmds), 50)
+        out = qemu_io('-f', 'raw', *io_args(*cmds), self.uri(name),
+                      check=False).stdout
+        bad = [line for line in out.splitlines()
+               if 'fail' in line or 'Pattern verification' in line]
+        self.assertEqual(bad[:10], [], f'{len(bad)} of {len(cmds)} blocks '
+                         f'of the ledger differ on {name}')
+
+    def rejoin_old_primary(self, old: str, new: str) -> None:
+        """The old primary, cut off and demoted (or killed and started
+        again as a secondary), connects to the new one as its sync
+        target: it may have started a generation of writes before it saw
+        it had lost both peers (they went together), but none of those
+        was acknowledged, and they yield - no split brain for the
+        operator to resolve"""
+        def settled() -> Optional[str]:
+            states = {self.peer(old, new)['connection'],
+                      self.peer(new, old)['connection']}
+            if 'standalone' in states:
+                return 'standalone'
+            return 'connected' if states <= {'connected', 'sync-source',
+                                             'sync-target'} else None
+
+        self.assertEqual(wait_until(settled, 60,
+                                    lambda: f'{old} to settle with {new}'),
+                         'connected')
 
     def all_identical(self, *which: str) -> None:
         """Stop every node; the images of @which hold the same data"""
