@@ -617,7 +617,15 @@ void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
     BDRVDrbdState *s = conn->s;
 
     s->hs_gen++;
-    if (!s->detached) {
+    /*
+     * A generation the node moves to is the newest it heard of; its own
+     * current UUID set again (a bitmap or the history changed) is not:
+     * heard of again, it would rank the generations it heard of since
+     * (a primary's, in a handshake) as older than its own
+     */
+    if (!s->detached &&
+        (u->current & ~DRBD_UUID_PRIMARY_FLAG) !=
+        (s->md.sb.uuid_current & ~DRBD_UUID_PRIMARY_FLAG)) {
         drbd_gen_seen_push(&s->gen_seen, u->current);
     }
     s->md.sb.uuid_current = u->current;
