@@ -145,8 +145,16 @@ int drbd_gate_out_of_sync(const DrbdGate *g, const DrbdBlockAck *range,
                    range->bytes);
         return -EINVAL;
     }
-    if (g->role == DRBD_ROLE_PRIMARY) {
-        error_setg(errp, "the peer wants to resync a primary");
+    /*
+     * A primary is a sync target only where the handshake made it one:
+     * promoted while inconsistent, it reads what it lacks from the peer
+     */
+    if (g->role == DRBD_ROLE_PRIMARY &&
+        g->decision != DRBD_SYNC_TARGET &&
+        g->decision != DRBD_SYNC_FULL_TARGET) {
+        error_setg(errp, "the peer wants to resync a primary, which the "
+                   "handshake did not make its sync target (it decided %s)",
+                   drbd_sync_decision_str(g->decision));
         return -EINVAL;
     }
     /*

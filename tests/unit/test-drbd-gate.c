@@ -328,7 +328,23 @@ static void test_out_of_sync(void)
 
     g.role = DRBD_ROLE_PRIMARY;
     assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
-                   "the peer wants to resync a primary");
+                   "the peer wants to resync a primary, which the handshake "
+                   "did not make its sync target (it decided none)");
+    g.peer_role = DRBD_ROLE_SECONDARY;
+    for (i = 0; i < ARRAY_SIZE(sources); i++) {
+        g.decision = sources[i];
+        assert_refused(drbd_gate_out_of_sync(&g, &range, &err), &err,
+                       "the peer wants to resync a primary");
+    }
+    /* promoted while inconsistent: the handshake made it the target */
+    g.sync_target = true;
+    g.decision = DRBD_SYNC_FULL_TARGET;
+    assert_ok(drbd_gate_out_of_sync(&g, &range, &err), err);
+    g.decision = DRBD_SYNC_TARGET;
+    assert_ok(drbd_gate_out_of_sync(&g, &range, &err), err);
+    g.sync_target = false;
+    g.decision = DRBD_SYNC_NONE;
+    g.peer_role = DRBD_ROLE_PRIMARY;
     g.role = DRBD_ROLE_SECONDARY;
 
     /* the handshake made us the source: the peer may not */
