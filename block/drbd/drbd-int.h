@@ -193,7 +193,12 @@ typedef struct DrbdPeer {
     /* What the handshake decided, and the peer's UUIDs it saw */
     DrbdSyncDecision decision;
     DrbdUuids hs_uuids;
-    uint64_t hs_current;        /* and the current UUID it gave us */
+    uint64_t hs_current;        /* and the current UUID we gave it */
+    /*
+     * Both ends: the generation the target, primary, writes in during
+     * the resync (drbd_uuid_resync_finished_target()), or 0
+     */
+    uint64_t target_gen;
     uint64_t resync_bits;       /* bits of the union, when a resync starts */
     bool uuids_synced;          /* both nodes are in one generation now */
     bool hs_primary;            /* the role the handshake told the peer */
@@ -659,6 +664,18 @@ struct BDRVDrbdState {
      */
     bool gen_acked;
     bool gen_unacked_lost;
+
+    /*
+     * While the node is a sync target, the generation whose writes its
+     * data holds in part: its source's, at the handshake or announced
+     * since.  Inconsistent afterwards (the source lost), it takes no
+     * other secondary for its source whose UUIDs lack it: that resync
+     * would overwrite writes the peer never had (handshake.c).  (Its own
+     * writes as a primary target went to its source, whose UUIDs do not
+     * show them before the resync's end: they are not counted.)  0 when
+     * there is none; drbd-invalidate clears it.  Under s->lock.
+     */
+    uint64_t partial_gen;
 
     /*
      * Migration (drbd.c, main loop only).  A replicating node that is

@@ -395,12 +395,40 @@ static void drbd_report_split_brain(DrbdConnection *conn,
                                      decision, detail->str);
 }
 
+/*
+ * Whether a peer with @theirs lacks the writes our inconsistent data
+ * holds of its generation (s->partial_gen): it does not descend from it.
+ * A resync from it would overwrite them; the writes of that generation
+ * that the guest saw complete may be nowhere else.
+ */
+static bool drbd_partial_gen_lacked(BDRVDrbdState *s,
+                                    const DrbdUuids *theirs, Error **errp)
+{
+    uint64_t gen;
+
+    qemu_mutex_lock(&s->lock);
+    gen = s->partial_gen;
+    qemu_mutex_unlock(&s->lock);
+    if (!gen || drbd_uuid_holds(theirs, gen)) {
+        return false;
+    }
+    error_setg(errp, "this node's data is inconsistent, and holds writes "
+               "of data generation %016" PRIX64 " that the peer lacks: it "
+               "waits for a sync source that has them", gen);
+    error_append_hint(errp, "The node that was its sync source has them; "
+                      "if it is gone for good, promote the peer with "
+                      "force=true, or drbd-invalidate this node, to give "
+                      "them up.\n");
+    return true;
+}
+
 /* What the sync handshake decided, for drbd_handshake_apply() */
 typedef struct DrbdHandshakeOutcome {
     DrbdSyncDecision decision;
     int rule;
     DrbdUuids self_uuids;       /* ours, as the rule repairs them */
     DrbdUuids peer_uuids;       /* the peer's, likewise */
+    uint64_t target_gen;        /* DrbdPeer's, as the handshake has it */
     bool hold;                  /* wait for drbd-connect before retrying */
 } DrbdHandshakeOutcome;
 
@@ -543,6 +571,11 @@ static int drbd_handshake_decide(DrbdConnection *conn,
         /* Not now, whatever was decided: the connection is made again */
         return -EAGAIN;
     }
+    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
+        self->disk == DRBD_HS_DISK_INCONSISTENT && !other.primary &&
+        drbd_partial_gen_lacked(s, &other.uuids, errp)) {
+        return -EAGAIN;
+    }
     if (res.resolution != DRBD_SB_NONE || d == DRBD_SYNC_UNRELATED) {
         drbd_report_split_brain(conn, &res, &self->uuids, &other.uuids);
     }
@@ -572,6 +605,14 @@ static int drbd_handshake_decide(DrbdConnection *conn,
     out->self_uuids = self->uuids;
     out->peer_uuids = other.uuids;
     drbd_uuid_repair(res.rule, &out->self_uuids, &out->peer_uuids);
+    /* A primary target writes in its current generation from now on */
+    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
+        self->primary) {
+        out->target_gen = self->uuids.current;
+    } else if ((d == DRBD_SYNC_SOURCE || d == DRBD_SYNC_FULL_SOURCE) &&
+               other.primary) {
+        out->target_gen = other.uuids.current;
+    }
     return 0;
 }
 
@@ -633,6 +674,10 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     }
     peer->decision = d;
     peer->uuids_synced = d == DRBD_SYNC_NONE;
+    peer->target_gen = o->target_gen;
+    if (d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) {
+        s->partial_gen = o->peer_uuids.current;
+    }
     peer->hs_uuids = o->peer_uuids;
     peer->hs_current = o->self_uuids.current;
     conn->discard_my_data = false;

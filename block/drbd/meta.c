@@ -232,11 +232,39 @@ void drbd_forget_other_peers_locked(DrbdConnection *conn)
 }
 
 /*
+ * A sync target that wrote in a generation of its own during the resync
+ * (drbd_uuid_resync_finished_target()) has the source's data now, and
+ * its writes since, which its bitmaps for the other peers hold: each of
+ * those bitmaps that counted from a generation counts from @gen, the
+ * source's, which the target's data descends from now.  Its crash is
+ * over as it is for drbd_forget_other_peers_locked().
+ */
+static void drbd_rebase_other_peers_locked(DrbdConnection *conn,
+                                           uint64_t gen)
+{
+    BDRVDrbdState *s = conn->s;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+        uint64_t *bitmap = drbd_md_slot_uuid_ptr(&s->md.sb, c->slot);
+
+        if (c != conn && *bitmap) {
+            *bitmap = gen;
+        }
+    }
+    s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+}
+
+/*
  * The resync with @peer is complete: both nodes are in the same data
- * generation now.  The source moves its bitmap UUID to the history; the
- * target takes the source's UUIDs as they are after that, and its data
- * is the source's: what it recorded of its other peers (against its
- * data as it was) means nothing any more.
+ * generation now.  The source moves its bitmap UUID to the history, and
+ * joins the generation its target announced during the resync, if any;
+ * the target takes the source's UUIDs as they are after that, and its
+ * data is the source's: what it recorded of its other peers (against its
+ * data as it was) means nothing any more.  A target that started a
+ * generation of its own meanwhile keeps it (see
+ * drbd_uuid_resync_finished_target()).
  */
 void drbd_resync_finished_uuids(DrbdPeer *peer)
 {
@@ -253,15 +281,15 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
     drbd_uuids_get_locked(peer->conn, &u);
     if (peer->decision == DRBD_SYNC_SOURCE ||
         peer->decision == DRBD_SYNC_FULL_SOURCE) {
-        drbd_uuid_resync_finished_source(&u);
+        drbd_uuid_resync_finished_source_joins(&u, peer->target_gen);
+    } else if (drbd_uuid_resync_finished_target(&u, &peer->hs_uuids,
+                                                peer->target_gen)) {
+        drbd_rebase_other_peers_locked(peer->conn, u.bitmap);
+        s->partial_gen = 0;
     } else {
-        uint64_t flag = u.current & DRBD_UUID_PRIMARY_FLAG;
-
-        u = peer->hs_uuids;
-        drbd_uuid_resync_finished_source(&u);
-        u.current = (u.current & ~DRBD_UUID_PRIMARY_FLAG) | flag;
         drbd_forget_other_peers_locked(peer->conn);
         s->gen_unacked_lost = false;
+        s->partial_gen = 0;
     }
     drbd_uuids_set_locked(peer->conn, &u);
     qemu_mutex_unlock(&s->lock);

@@ -804,7 +804,8 @@ static void coroutine_fn drbd_new_uuid_sync_co(void *opaque)
  * A NEW_UUID: the primary peer started a data generation (it lost
  * another peer, or was promoted without all of them), and this node,
  * which receives its writes, is in it too.  A sync target of the peer
- * takes the peer's UUIDs at the end of the resync instead.
+ * takes the peer's UUIDs at the end of the resync instead, and a sync
+ * source joins it there.
  */
 int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
                                     Error **errp)
@@ -835,6 +836,15 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
     } else if (peer->sync_target && !peer->uuids_synced) {
         /* The resync's end takes the source's generation: this one */
         drbd_uuid_join(&peer->hs_uuids, uuid);
+        s->partial_gen = uuid;
+    } else if (!peer->uuids_synced &&
+               (peer->decision == DRBD_SYNC_SOURCE ||
+                peer->decision == DRBD_SYNC_FULL_SOURCE)) {
+        /*
+         * Our sync target, primary, writes in a generation of its own,
+         * and we receive its writes: the resync's end joins it
+         */
+        peer->target_gen = uuid;
     }
     qemu_mutex_unlock(&s->lock);
     trace_drbd_new_uuid(s->bs, uuid, joined);

@@ -706,6 +706,7 @@ int coroutine_fn drbd_co_invalidate(BDRVDrbdState *s, bool remote,
             drbd_uuid_init(&u);
             drbd_uuids_set_locked(s->conns[i], &u);
         }
+        s->partial_gen = 0;
     }
     qemu_mutex_unlock(&s->lock);
 

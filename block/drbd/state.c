@@ -715,6 +715,16 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
         drbd_uuid_join(&u, current);
         drbd_uuids_set_locked(s->conns[0], &u);
     }
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdPeer *peer = s->conns[i]->peer;
+
+        if (peer && !peer->uuids_synced &&
+            (peer->decision == DRBD_SYNC_TARGET ||
+             peer->decision == DRBD_SYNC_FULL_TARGET)) {
+            /* Our writes in it go to our sync source too (meta.c) */
+            peer->target_gen = s->md.sb.uuid_current;
+        }
+    }
     return true;
 }
 

@@ -182,14 +182,23 @@ DrbdUuidCmp drbd_uuid_compare(const DrbdUuids *self, const DrbdUuids *peer,
     return DRBD_UUID_CMP_UNRELATED;
 }
 
-/* The bitmap UUID goes to the history; returns whether there was one */
+/*
+ * The bitmap UUID goes to the history, unless the history starts with
+ * that generation already (a primary that lost a peer keeps its old
+ * current as that peer's bitmap UUID and as its own history[0], the
+ * flag bit aside): twice, it would push an older generation out of the
+ * short history, and a node still in that one would look unrelated.
+ * Returns whether there was one.
+ */
 static bool uuid_rotate_bitmap(DrbdUuids *u)
 {
     if (uuid_val(u->bitmap) == 0) {
         return false;
     }
-    u->history[1] = u->history[0];
-    u->history[0] = u->bitmap;
+    if (uuid_val(u->bitmap) != uuid_val(u->history[0])) {
+        u->history[1] = u->history[0];
+        u->history[0] = u->bitmap;
+    }
     u->bitmap = 0;
     return true;
 }
@@ -824,4 +833,44 @@ bool drbd_uuid_peer_disk_lost(DrbdUuids *u, bool writes_continue,
 void drbd_uuid_resync_finished_source(DrbdUuids *u)
 {
     uuid_rotate_bitmap(u);
+}
+
+bool drbd_uuid_holds(const DrbdUuids *u, uint64_t uuid)
+{
+    uint64_t v = uuid_val(uuid);
+
+    return uuid_names_data(v) &&
+           (uuid_val(u->current) == v || uuid_val(u->bitmap) == v ||
+            uuid_val(u->history[0]) == v || uuid_val(u->history[1]) == v);
+}
+
+bool drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *source,
+                                      uint64_t target_gen)
+{
+    uint64_t own = u->current;
+    bool keep = uuid_names_data(target_gen) &&
+                uuid_val(own) == uuid_val(target_gen) &&
+                !drbd_uuid_holds(source, target_gen);
+
+    *u = *source;
+    drbd_uuid_resync_finished_source(u);
+    if (keep) {
+        u->bitmap = uuid_names_data(u->current) ? uuid_val(u->current) : 0;
+        u->current = own;
+    } else {
+        u->current = uuid_val(u->current) | (own & DRBD_UUID_PRIMARY_FLAG);
+    }
+    return keep;
+}
+
+bool drbd_uuid_resync_finished_source_joins(DrbdUuids *u,
+                                            uint64_t target_gen)
+{
+    bool join = uuid_names_data(target_gen) && !drbd_uuid_holds(u, target_gen);
+
+    drbd_uuid_resync_finished_source(u);
+    if (join) {
+        drbd_uuid_join(u, target_gen);
+    }
+    return join;
 }

@@ -483,4 +483,37 @@ bool drbd_uuid_known_older(const DrbdUuids *u, const uint64_t *bitmaps,
  */
 void drbd_uuid_resync_finished_source(DrbdUuids *u);
 
+/* Whether @uuid (its flag bit aside) names data, and @u holds it */
+bool drbd_uuid_holds(const DrbdUuids *u, uint64_t uuid);
+
+/*
+ * End of a successful resync on its target, whose UUIDs are @u: it takes
+ * over the source's generation as drbd_uuid_resync_finished_source()
+ * describes, from @source (our copy of the source's UUIDs).
+ * Unless the target wrote, as primary, in a generation of its own during
+ * the resync: @target_gen, which it was in at the handshake (as primary)
+ * or started since (promoted without all its peers, or a peer lost), and
+ * which the source knew nothing of (a generation @source holds, such as
+ * a stale one that the target's promotion kept, is the source's).  Its
+ * writes since went to the source as well: so the target keeps its
+ * current UUID if it is still @target_gen, the source's current becomes
+ * its bitmap UUID (the generation its writes count from, as if it had
+ * been in sync) and the rest is the source's.  The source joins
+ * @target_gen at its end of the resync when told of it
+ * (drbd_uuid_resync_finished_source_joins()); if it was not, the bitmap
+ * UUID makes the target its source by bitmap at their next handshake.
+ * Returns whether the target kept its own generation.
+ */
+bool drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *source,
+                                      uint64_t target_gen);
+
+/*
+ * End of a successful resync on its source, @u: as
+ * drbd_uuid_resync_finished_source(), and then it joins @target_gen, the
+ * generation its target wrote in as primary during the resync (0 if
+ * none), if @u does not hold it already.  Returns whether it joined.
+ */
+bool drbd_uuid_resync_finished_source_joins(DrbdUuids *u,
+                                            uint64_t target_gen);
+
 #endif /* BLOCK_DRBD_UUID_H */

@@ -1123,20 +1123,16 @@ static void test_names(void)
  */
 
 /*
- * The end of a resync as the sync target @tgt records it (as
- * drbd_resync_finished_uuids() does): it takes @src_at_handshake, what
- * the source sent in the handshake as the target's drbd_uuid_repair()
- * left it, through drbd_uuid_resync_finished_source(), and keeps its own
- * flag bit.  The source applies that function to its own UUIDs.
+ * The end of a resync as the sync target @tgt records it, when it stayed
+ * in its generation during the resync: @src_at_handshake is what the
+ * source sent in the handshake, as the target's drbd_uuid_repair() left
+ * it.  The source applies drbd_uuid_resync_finished_source() to its own.
  */
 static void resync_finished_target(DrbdUuids *tgt,
                                    const DrbdUuids *src_at_handshake)
 {
-    uint64_t flag = tgt->current & PRI;
-
-    *tgt = *src_at_handshake;
-    drbd_uuid_resync_finished_source(tgt);
-    tgt->current = (tgt->current & ~PRI) | flag;
+    g_assert_false(drbd_uuid_resync_finished_target(tgt, src_at_handshake,
+                                                    0));
 }
 
 /* Resync from @src to @tgt as the handshake decided, all the way */
@@ -1385,6 +1381,122 @@ static void test_life_interrupted_resync(void)
     g_assert_true(drbd_uuid_promote(&tgt, false, false, GB));
     assert_uuids(&tgt, GB | PRI, GY, GX, H1);
     check_cmp(src, tgt, DRBD_UUID_CMP_SPLIT_BRAIN_FULL, 100);
+}
+
+/*
+ * Three nodes in GX: a primary, b and c secondaries.  c stops and a moves
+ * to GY, which b joins.  c comes back and resyncs from b; a dies, and c
+ * is promoted during the resync without it (GZ), writing through b.
+ */
+static void test_life_target_promoted_during_resync(void)
+{
+    DrbdUuids a = U(GY | PRI, GX, H1, 0), b = U(GY, 0, GX, H1);
+    DrbdUuids c = U(GX, 0, H1, 0), b_at_handshake, cb, b_told, b_untold;
+    int rule;
+
+    check_cmp(c, b, DRBD_UUID_CMP_TARGET, 51);
+    b_at_handshake = b;
+    g_assert_true(drbd_uuid_repair(51, &c, &b_at_handshake));
+    g_assert_true(drbd_uuid_promote(&c, false, false, GZ));
+    assert_uuids(&c, GZ | PRI, GX, H1, 0);
+
+    /* the resync ends on c: it keeps GZ, its bitmap for b counts from GY */
+    cb = c;
+    g_assert_true(drbd_uuid_resync_finished_target(&cb, &b_at_handshake,
+                                                   GZ | PRI));
+    assert_uuids(&cb, GZ | PRI, GY, GX, H1);
+
+    /* b, told of GZ, joins it at its end: c is its source by bitmap */
+    b_told = b;
+    g_assert_true(drbd_uuid_repair(71, &b_told, &c));
+    g_assert_true(drbd_uuid_resync_finished_source_joins(&b_told, GZ | PRI));
+    assert_uuids(&b_told, GZ, 0, GY, GX);
+    g_assert_cmpint(drbd_uuid_compare(&cb, &b_told, false, false, false,
+                                      &rule), ==, DRBD_UUID_CMP_SOURCE);
+    g_assert_cmpint(rule, ==, 34);
+
+    /* b, not told, stays in GY: c is its source by bitmap all the same */
+    b_untold = b;
+    g_assert_true(drbd_uuid_repair(71, &b_untold, &c));
+    g_assert_false(drbd_uuid_resync_finished_source_joins(&b_untold, 0));
+    assert_uuids(&b_untold, GY, 0, GX, H1);
+    check_cmp(cb, b_untold, DRBD_UUID_CMP_SOURCE, 70);
+
+    /*
+     * a comes back, crashed as primary in GY: c's bitmap for it counts
+     * from GY (drbd_resync_finished_uuids() moves it there) and c is its
+     * source, whatever a's crash says
+     */
+    cb.bitmap = GY;
+    check_cmp(cb, a, DRBD_UUID_CMP_SOURCE, 70);
+    g_assert_cmpint(drbd_uuid_compare(&cb, &a, false, true, false, &rule),
+                    ==, DRBD_UUID_CMP_SOURCE);
+
+    /* had c taken b's generation, a's crash would have made a the source */
+    cb = c;
+    resync_finished_target(&cb, &b_at_handshake);
+    assert_uuids(&cb, GY | PRI, 0, GX, H1);
+    g_assert_cmpint(drbd_uuid_compare(&cb, &a, false, true, false, &rule),
+                    ==, DRBD_UUID_CMP_TARGET);
+}
+
+/*
+ * A primary target whose generation is not its own: promoted while every
+ * peer was up to date (no new generation, a stale current the source
+ * knows), or a split brain's loser discarding its generation
+ */
+static void test_life_target_takes_source_generation(void)
+{
+    DrbdUuids b = U(GY, GX, H1, 0), c = U(GX, 0, H1, 0);
+    DrbdUuids b_at_handshake = b, cb, bb;
+
+    /* stale: c is in GX, which b holds */
+    g_assert_false(drbd_uuid_promote(&c, true, false, GZ));
+    cb = c;
+    g_assert_false(drbd_uuid_resync_finished_target(&cb, &b_at_handshake,
+                                                    c.current));
+    assert_uuids(&cb, GY | PRI, 0, GX, H1);
+    bb = b;
+    g_assert_false(drbd_uuid_resync_finished_source_joins(&bb, c.current));
+    assert_same_generations(&bb, &cb);
+
+    /* a generation that is not the one c writes in now: the source's */
+    c = U(GA, 0, H1, 0);
+    cb = c;
+    g_assert_false(drbd_uuid_resync_finished_target(&cb, &b_at_handshake,
+                                                    GZ));
+    assert_uuids(&cb, GY, 0, GX, H1);
+    g_assert_false(drbd_uuid_resync_finished_target(&cb, &b_at_handshake,
+                                                    JC));
+}
+
+/*
+ * a, primary in GX, loses b (GY; c joins it), then c (GZ).  c, back,
+ * resyncs from a: its history must still reach GX, b's generation, and
+ * not hold GY twice (as a's bitmap UUID for c and a's history[0], the
+ * flag bit aside)
+ */
+static void test_life_rotate_keeps_older_generation(void)
+{
+    DrbdUuids a_c = U(GZ | PRI, GY | PRI, GY, GX), c = U(GY, 0, GX, H1);
+    DrbdUuids b = U(GX, 0, H1, 0), a_c_at_handshake;
+    DrbdHandshakeSide sb, sc;
+    DrbdHandshakeResult res;
+
+    check_cmp(c, a_c, DRBD_UUID_CMP_TARGET, 50);
+    a_c_at_handshake = a_c;
+    drbd_uuid_resync_finished_source(&a_c);
+    assert_uuids(&a_c, GZ | PRI, 0, GY, GX);
+    resync_finished_target(&c, &a_c_at_handshake);
+    assert_uuids(&c, GZ, 0, GY, GX);
+
+    /* b, inconsistent, is c's full sync target: their data is related */
+    check_cmp(c, b, DRBD_UUID_CMP_FULL_SOURCE, 80);
+    sb = side(b);
+    sc = side(c);
+    sb.disk = DRBD_HS_DISK_INCONSISTENT;
+    g_assert_cmpint(handshake(&sc, &sb, false, &default_cfg, &res), ==,
+                    DRBD_SYNC_FULL_SOURCE);
 }
 
 static void test_life_split_brain(void)
@@ -2017,6 +2129,12 @@ int main(int argc, char **argv)
                     test_life_resync_rotates_history);
     g_test_add_func("/drbd-uuid/life/interrupted-resync",
                     test_life_interrupted_resync);
+    g_test_add_func("/drbd-uuid/life/target-promoted-during-resync",
+                    test_life_target_promoted_during_resync);
+    g_test_add_func("/drbd-uuid/life/target-takes-source-generation",
+                    test_life_target_takes_source_generation);
+    g_test_add_func("/drbd-uuid/life/rotate-keeps-older-generation",
+                    test_life_rotate_keeps_older_generation);
     g_test_add_func("/drbd-uuid/life/split-brain", test_life_split_brain);
     g_test_add_func("/drbd-uuid/life/restart", test_life_restart);
     g_test_add_func("/drbd-uuid/simulation", test_simulation);
