@@ -652,14 +652,11 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
      * union plus what a primary wrote while it ran: a source, or a
      * primary, sends it
      */
-    sync_target = peer->resync_bits &&
-                  (peer->decision == DRBD_SYNC_TARGET ||
-                   peer->decision == DRBD_SYNC_FULL_TARGET);
+    sync_target = peer->resync_bits && drbd_sync_is_target(peer->decision);
     peer_diskless = drbd_disk_detached(peer->disk);
     sync_source = !sync_target && hbitmap_count(conn->oos) && !s->detached &&
                   !peer_diskless &&
-                  (peer->decision == DRBD_SYNC_SOURCE ||
-                   peer->decision == DRBD_SYNC_FULL_SOURCE ||
+                  (drbd_sync_is_source(peer->decision) ||
                    s->role == DRBD_ROLE_PRIMARY);
     conn->peer = peer;
     conn->lost_primary = false;

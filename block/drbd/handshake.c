@@ -463,7 +463,7 @@ static int drbd_resync_allowed(DrbdConnection *conn, DrbdSyncDecision d,
                                bool peer_has_primary, Error **errp)
 {
     BDRVDrbdState *s = conn->s;
-    bool target = d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET;
+    bool target = drbd_sync_is_target(d);
     int busy = -1, primary;
     unsigned i;
 
@@ -571,8 +571,8 @@ static int drbd_handshake_decide(DrbdConnection *conn,
         /* Not now, whatever was decided: the connection is made again */
         return -EAGAIN;
     }
-    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
-        self->disk == DRBD_HS_DISK_INCONSISTENT && !other.primary &&
+    if (drbd_sync_is_target(d) && !other.primary &&
+        self->disk == DRBD_HS_DISK_INCONSISTENT &&
         drbd_partial_gen_lacked(s, &other.uuids, errp)) {
         return -EAGAIN;
     }
@@ -606,11 +606,9 @@ static int drbd_handshake_decide(DrbdConnection *conn,
     out->peer_uuids = other.uuids;
     drbd_uuid_repair(res.rule, &out->self_uuids, &out->peer_uuids);
     /* A primary target writes in its current generation from now on */
-    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
-        self->primary) {
+    if (drbd_sync_is_target(d) && self->primary) {
         out->target_gen = self->uuids.current;
-    } else if ((d == DRBD_SYNC_SOURCE || d == DRBD_SYNC_FULL_SOURCE) &&
-               other.primary) {
+    } else if (drbd_sync_is_source(d) && other.primary) {
         out->target_gen = other.uuids.current;
     }
     return 0;
@@ -675,7 +673,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->decision = d;
     peer->uuids_synced = d == DRBD_SYNC_NONE;
     peer->target_gen = o->target_gen;
-    if (d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) {
+    if (drbd_sync_is_target(d)) {
         s->partial_gen = o->peer_uuids.current;
     }
     peer->hs_uuids = o->peer_uuids;
@@ -710,8 +708,7 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->resync_bits = hbitmap_count(conn->oos) >> DRBD_BM_GRANULARITY;
     qemu_mutex_unlock(&s->lock);
 
-    if ((d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET) &&
-        peer->resync_bits) {
+    if (drbd_sync_is_target(d) && peer->resync_bits) {
         /*
          * Our data is not usable until the resync is done, even after a
          * crash: the superblock says so before any resync write

@@ -279,8 +279,7 @@ void drbd_resync_finished_uuids(DrbdPeer *peer)
     }
     peer->uuids_synced = true;
     drbd_uuids_get_locked(peer->conn, &u);
-    if (peer->decision == DRBD_SYNC_SOURCE ||
-        peer->decision == DRBD_SYNC_FULL_SOURCE) {
+    if (drbd_sync_is_source(peer->decision)) {
         drbd_uuid_resync_finished_source_joins(&u, peer->target_gen);
     } else if (drbd_uuid_resync_finished_target(&u, &peer->hs_uuids,
                                                 peer->target_gen)) {

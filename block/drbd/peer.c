@@ -837,9 +837,7 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
         /* The resync's end takes the source's generation: this one */
         drbd_uuid_join(&peer->hs_uuids, uuid);
         s->partial_gen = uuid;
-    } else if (!peer->uuids_synced &&
-               (peer->decision == DRBD_SYNC_SOURCE ||
-                peer->decision == DRBD_SYNC_FULL_SOURCE)) {
+    } else if (!peer->uuids_synced && drbd_sync_is_source(peer->decision)) {
         /*
          * Our sync target, primary, writes in a generation of its own,
          * and we receive its writes: the resync's end joins it

@@ -719,8 +719,7 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
         DrbdPeer *peer = s->conns[i]->peer;
 
         if (peer && !peer->uuids_synced &&
-            (peer->decision == DRBD_SYNC_TARGET ||
-             peer->decision == DRBD_SYNC_FULL_TARGET)) {
+            drbd_sync_is_target(peer->decision)) {
             /* Our writes in it go to our sync source too (meta.c) */
             peer->target_gen = s->md.sb.uuid_current;
         }

@@ -215,6 +215,18 @@ typedef enum DrbdSyncDecision {
     DRBD_SYNC__MAX,
 } DrbdSyncDecision;
 
+/* Whether decision @d makes this node the sync target, by bitmap or in full */
+static inline bool drbd_sync_is_target(DrbdSyncDecision d)
+{
+    return d == DRBD_SYNC_TARGET || d == DRBD_SYNC_FULL_TARGET;
+}
+
+/* Whether decision @d makes this node the sync source */
+static inline bool drbd_sync_is_source(DrbdSyncDecision d)
+{
+    return d == DRBD_SYNC_SOURCE || d == DRBD_SYNC_FULL_SOURCE;
+}
+
 /*
  * The after-sb-0pri, after-sb-1pri and after-sb-2pri options (DRBD's
  * names; call-pri-lost-after-sb is not implemented).  0 is disconnect,
