@@ -673,7 +673,9 @@ struct BDRVDrbdState {
      * would overwrite writes the peer never had (handshake.c).  (Its own
      * writes as a primary target went to its source, whose UUIDs do not
      * show them before the resync's end: they are not counted.)  0 when
-     * there is none; drbd-invalidate clears it.  Under s->lock.
+     * there is none; drbd-invalidate clears it.  The metadata keeps it
+     * (partial_uuid), so that a target that stops or is killed waits for
+     * such a source still when it comes back.  Under s->lock.
      */
     uint64_t partial_gen;
 

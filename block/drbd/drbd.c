@@ -2778,6 +2778,7 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
 
     /* Nothing on the new disk is trusted: all of it comes from the peer */
     qemu_mutex_lock(&s->lock);
+    s->partial_gen = 0;
     drbd_oos_set_all_locked(s, 0, s->size);
     for (i = 0; i < s->nr_conns; i++) {
         drbd_uuid_init(&u);

@@ -42,6 +42,11 @@
 #define SB_SLOT_SIZE            16
 #define SB_SLOT_NODE_ID         0
 #define SB_SLOT_BITMAP_UUID     8
+/* Both versions: past the largest slot table */
+#define SB_PARTIAL_UUID         616
+
+QEMU_BUILD_BUG_ON(SB_SLOTS + DRBD_MD_MAX_PEERS * SB_SLOT_SIZE >
+                  SB_PARTIAL_UUID);
 
 /* Activity-log transaction */
 #define TR_MAGIC                0
@@ -527,6 +532,7 @@ void drbd_md_sb_encode(const DrbdSuperblock *sb, uint8_t *buf)
                      i ? sb->slots[i].bitmap_uuid : 0);
         }
     }
+    stq_be_p(buf + SB_PARTIAL_UUID, sb->partial_uuid);
     stl_be_p(buf + SB_CRC, block_crc(buf, SB_CRC));
 }
 
@@ -630,6 +636,8 @@ int drbd_md_sb_decode(const uint8_t *buf, size_t len, DrbdSuperblock *out,
     sb.uuid_history[0] = ldq_be_p(buf + SB_UUID_HISTORY);
     sb.uuid_history[1] = ldq_be_p(buf + SB_UUID_HISTORY + 8);
     sb.al_tr_number = ldq_be_p(buf + SB_AL_TR_NUMBER);
+    /* Zero where a writer before this field left it reserved */
+    sb.partial_uuid = ldq_be_p(buf + SB_PARTIAL_UUID);
     /* Reserved bytes are ignored: a later minor change may use them */
     if (sb_decode_slots(buf, &sb, errp) < 0) {
         return -EINVAL;

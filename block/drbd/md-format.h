@@ -111,6 +111,11 @@ typedef struct DrbdSuperblock {
     uint64_t al_tr_number;      /* a hint: recovery trusts the ring */
     uint32_t max_peers;         /* bitmap slots, 1 to DRBD_MD_MAX_PEERS */
     DrbdMdSlot slots[DRBD_MD_MAX_PEERS];    /* the first @max_peers */
+    /*
+     * Of inconsistent data (a resync target's): the generation whose
+     * writes it holds in part, or 0.  Meaningless on consistent data.
+     */
+    uint64_t partial_uuid;
 } DrbdSuperblock;
 
 /* Where slot @slot's bitmap UUID is kept: slot 0's in uuid_bitmap */

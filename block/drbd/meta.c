@@ -507,6 +507,7 @@ again:
     seq = ++s->md.seq;
     sb = s->md.sb;
     sb.al_tr_number = s->md.al_tr_number;
+    sb.partial_uuid = s->partial_gen;
     sb.flags &= ~(DRBD_MDF_CONSISTENT | DRBD_MDF_WAS_UP_TO_DATE |
                   DRBD_MDF_PRIMARY_IND | DRBD_MDF_PRIMARY_LOST_QUORUM);
     if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
@@ -1035,6 +1036,12 @@ int GRAPH_RDLOCK drbd_md_open(BDRVDrbdState *s, DrbdMdPlacement placement,
      */
     s->gen_unacked_lost = s->md.sb.flags & DRBD_MDF_PRIMARY_LOST_QUORUM;
     s->md.lost_quorum_written = s->gen_unacked_lost;
+    /*
+     * A resync target that stopped: the writes its data holds in part
+     * still wait for a source that has them (handshake.c)
+     */
+    s->partial_gen = s->disk == DRBD_DISK_STATE_INCONSISTENT ?
+                     s->md.sb.partial_uuid : 0;
 
     /* The bitmaps, one per peer, from its slot */
     drbd_oos_alloc(s);
@@ -1934,6 +1941,9 @@ ImageInfoSpecificDrbd *drbd_md_info(BDRVDrbdState *s)
                              s->md.sb.slots[i].node_id : 0;
         slot->bitmap_uuid = drbd_uuid_hex(drbd_md_slot_uuid(&s->md.sb, i));
         QAPI_LIST_APPEND(slots, slot);
+    }
+    if (s->partial_gen) {
+        info->partial_uuid = drbd_uuid_hex(s->partial_gen);
     }
     qemu_mutex_unlock(&s->lock);
     return info;

@@ -790,7 +790,10 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
     return 0;
 }
 
-/* The new generation on disk: the meta receiver does not wait for it */
+/*
+ * The new generation (or the generation a sync target's data now holds
+ * in part) on disk: the meta receiver does not wait for it
+ */
 static void coroutine_fn drbd_new_uuid_sync_co(void *opaque)
 {
     DrbdPeer *peer = opaque;
@@ -814,7 +817,7 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
     DrbdConnection *conn = peer->conn;
     DrbdGate gate;
     DrbdUuids u;
-    bool joined = false;
+    bool joined = false, partial = false;
 
     qemu_mutex_lock(&s->lock);
     gate = (DrbdGate) {
@@ -837,6 +840,7 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
         /* The resync's end takes the source's generation: this one */
         drbd_uuid_join(&peer->hs_uuids, uuid);
         s->partial_gen = uuid;
+        partial = true;
     } else if (!peer->uuids_synced && drbd_sync_is_source(peer->decision)) {
         /*
          * Our sync target, primary, writes in a generation of its own,
@@ -846,7 +850,7 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
     }
     qemu_mutex_unlock(&s->lock);
     trace_drbd_new_uuid(s->bs, uuid, joined);
-    if (joined) {
+    if (joined || partial) {
         drbd_peer_spawn(peer, drbd_new_uuid_sync_co, peer);
     }
     return 0;

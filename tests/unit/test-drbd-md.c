@@ -135,6 +135,7 @@ static void assert_sb_equal(const DrbdSuperblock *a, const DrbdSuperblock *b)
     g_assert_cmpuint(a->uuid_history[0], ==, b->uuid_history[0]);
     g_assert_cmpuint(a->uuid_history[1], ==, b->uuid_history[1]);
     g_assert_cmpuint(a->al_tr_number, ==, b->al_tr_number);
+    g_assert_cmpuint(a->partial_uuid, ==, b->partial_uuid);
 }
 
 static void test_sb_init(void)
@@ -161,6 +162,7 @@ static void test_sb_init(void)
     g_assert_cmpuint(sb.uuid_history[0], ==, 0);
     g_assert_cmpuint(sb.uuid_history[1], ==, 0);
     g_assert_cmpuint(sb.al_tr_number, ==, 0);
+    g_assert_cmpuint(sb.partial_uuid, ==, 0);
     /* and it is valid where it was laid out */
     g_assert_cmpint(drbd_md_layout_check(&sb, l.image_size, NULL,
                                          &error_abort), ==, 0);
@@ -233,6 +235,52 @@ static void test_sb_reserved_ignored(void)
     g_assert_cmpint(drbd_md_sb_decode(buf, sizeof(buf), &out, &error_abort),
                     ==, 0);
     assert_sb_equal(&sb, &out);
+}
+
+/*
+ * partial_uuid sits at 616 in both versions, past the largest slot
+ * table, in bytes a writer before it left zero (and a reader before it
+ * ignores): such metadata reads as holding no partial generation
+ */
+static void test_sb_partial_uuid(void)
+{
+    DrbdSuperblock sb, out;
+    DrbdMdLayout l;
+    uint8_t buf[BLOCK];
+    unsigned i, max_peers;
+
+    for (max_peers = 1; max_peers <= DRBD_MD_MAX_PEERS; max_peers += 30) {
+        g_assert_cmpint(drbd_md_layout_internal(1 * GiB, 257, max_peers, &l,
+                                                &error_abort), ==, 0);
+        drbd_md_sb_init(&sb, &l, 3, 0x1122334455667788ULL);
+        for (i = 1; i < max_peers; i++) {
+            sb.slots[i].node_id = i < 3 ? i - 1 : i + 1;
+            sb.slots[i].bitmap_uuid = ~0ULL - i;
+        }
+        sb.partial_uuid = 0xf1f2f3f4f5f6f7f8ULL;
+        drbd_md_sb_encode(&sb, buf);
+        g_assert_cmpuint(ldq_be_p(buf + 616), ==, 0xf1f2f3f4f5f6f7f8ULL);
+        /* the last slot's bitmap UUID ends right before it */
+        if (max_peers == DRBD_MD_MAX_PEERS) {
+            g_assert_cmpuint(ldq_be_p(buf + 608), ==, ~0ULL - 30);
+        }
+        for (i = 624; i < BLOCK; i++) {
+            g_assert_cmpuint(buf[i], ==, 0);
+        }
+        g_assert_cmpint(drbd_md_sb_decode(buf, BLOCK, &out, &error_abort),
+                        ==, 0);
+        assert_sb_equal(&sb, &out);
+        for (i = 1; i < max_peers; i++) {
+            g_assert_cmpuint(out.slots[i].bitmap_uuid, ==, ~0ULL - i);
+        }
+
+        /* As a writer that did not know the field left it */
+        memset(buf + 616, 0, 8);
+        fix_crc(buf, SB_CRC);
+        g_assert_cmpint(drbd_md_sb_decode(buf, BLOCK, &out, &error_abort),
+                        ==, 0);
+        g_assert_cmpuint(out.partial_uuid, ==, 0);
+    }
 }
 
 /*
@@ -1839,6 +1887,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-md/sb/reserved-ignored", test_sb_reserved_ignored);
     g_test_add_func("/drbd-md/sb/invalid", test_sb_invalid);
     g_test_add_func("/drbd-md/sb/slots", test_sb_slots);
+    g_test_add_func("/drbd-md/sb/partial-uuid", test_sb_partial_uuid);
     g_test_add_func("/drbd-md/sb/mutation", test_sb_mutation);
     g_test_add_func("/drbd-md/sb/flags-str", test_flags_str);
     g_test_add_func("/drbd-md/layout/sizes", test_layout_sizes);
