@@ -897,11 +897,13 @@ static int drbd_no_peer_for_io(BDRVDrbdState *s, const char *what)
     pd = conn->peer_disk;
     qemu_mutex_unlock(&s->lock);
     if (!qatomic_xchg(&s->no_peer_reported, true)) {
-        error_report("drbd node '%s' (resource %s) is diskless (detached "
-                     "after a disk error) and its peer cannot serve it "
-                     "(connection %s, peer disk %s): guest %s failed",
-                     drbd_name(s), s->resource, DrbdConnState_str(c),
-                     DrbdDiskState_str(pd), what);
+        error_report("drbd node '%s' (resource %s) %s, and its peer cannot "
+                     "serve it (connection %s, peer disk %s): guest %s "
+                     "failed", drbd_name(s), s->resource,
+                     qatomic_read(&s->detached) ?
+                     "is diskless (detached after a disk error)" :
+                     "is primary over inconsistent data (a resync target)",
+                     DrbdConnState_str(c), DrbdDiskState_str(pd), what);
         error_printf("Guest I/O goes on once an up-to-date peer is "
                      "connected.\n");
     }
@@ -1088,7 +1090,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     DrbdRequest *reqs;
     BlockReq active;
     uint32_t dp_flags = 0;
-    bool diskless, served, all_oos;
+    bool diskless, peer_needed, served, all_oos;
     unsigned i;
     int ret = 0;
 
@@ -1145,11 +1147,15 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
 
     /*
      * Without our disk, the peers' are the only copies: wait for their
-     * write acks, which protocols A and B get by asking for FUA
+     * write acks, which protocols A and B get by asking for FUA.  So
+     * with inconsistent data (a primary sync target): a write that no
+     * up-to-date peer has is overwritten by the next resync into this
+     * node, from a source that never had it.
      */
     qemu_mutex_lock(&s->lock);
+    peer_needed = diskless || s->disk != DRBD_DISK_STATE_UP_TO_DATE;
     served = drbd_write_peers_locked(s, peers, ahead);
-    if (diskless && !served) {
+    if (peer_needed && !served) {
         qemu_mutex_unlock(&s->lock);
         for (i = 0; i < s->nr_conns; i++) {
             if (peers[i]) {
@@ -1163,7 +1169,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         return drbd_no_peer_for_io(s, "write");
     }
     reqs = drbd_tl_submit_locked(s, peers, offset, bytes,
-                                 diskless || (flags & BDRV_REQ_FUA),
+                                 peer_needed || (flags & BDRV_REQ_FUA),
                                  s->md.al && !diskless);
     qatomic_inc(&s->ap);
     qatomic_add(&s->lo, !diskless);
@@ -1172,7 +1178,7 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     for (i = 0; i < s->nr_conns; i++) {
         if (peers[i]) {
             drbd_send_write(peers[i], &reqs[i], cmd, qiov, qiov_offset,
-                            dp_flags | (diskless &&
+                            dp_flags | (peer_needed &&
                                         s->conns[i]->protocol != 'C' ?
                                         DRBD_DP_FUA : 0));
             drbd_peer_put(peers[i]);
@@ -1213,6 +1219,8 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     all_oos = drbd_write_wait_locked(s, reqs);
     if (diskless) {
         ret = all_oos ? -EIO : 0;
+    } else if (peer_needed && all_oos && ret == 0) {
+        ret = -EIO;
     }
     qatomic_dec(&s->ap);
     drbd_tl_guest_done_locked(s, reqs);
@@ -1244,9 +1252,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     }
     stat64_add(&s->app_bytes, ret == 0 ? bytes : 0);
 
-    if (diskless && ret == 0) {
+    if (peer_needed && ret == 0) {
         qatomic_set(&s->no_peer_reported, false);
-    } else if (diskless) {
+    } else if (peer_needed && (diskless || all_oos)) {
         drbd_no_peer_for_io(s, "write");
     }
 
