@@ -1156,6 +1156,10 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     peer_needed = diskless || s->disk != DRBD_DISK_STATE_UP_TO_DATE;
     served = drbd_write_peers_locked(s, peers, ahead);
     if (peer_needed && !served) {
+        if (!diskless) {
+            /* Nothing was issued: its extents may cool again */
+            drbd_al_end_io_locked(s, offset, bytes);
+        }
         qemu_mutex_unlock(&s->lock);
         for (i = 0; i < s->nr_conns; i++) {
             if (peers[i]) {
