@@ -670,10 +670,11 @@ struct BDRVDrbdState {
      * data holds in part: its source's, at the handshake or announced
      * since.  Inconsistent afterwards (the source lost), it takes no
      * other secondary for its source whose UUIDs lack it: that resync
-     * would overwrite writes the peer never had (handshake.c).  (Its own
-     * writes as a primary target went to its source, whose UUIDs do not
-     * show them before the resync's end: they are not counted.)  0 when
-     * there is none; drbd-invalidate clears it.  The metadata keeps it
+     * would overwrite writes the peer never had (handshake.c).  A primary
+     * target's own writes count from protocol version 10: it starts a
+     * generation for them, which its source joins when told (state.c,
+     * peer.c), and notes that one.  0 when there is none;
+     * drbd-invalidate clears it.  The metadata keeps it
      * (partial_uuid), so that a target that stops or is killed waits for
      * such a source still when it comes back.  Under s->lock.
      */

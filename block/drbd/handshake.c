@@ -675,6 +675,14 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     peer->target_gen = o->target_gen;
     if (drbd_sync_is_target(d)) {
         s->partial_gen = o->peer_uuids.current;
+        if (o->target_gen && peer->version >= DRBD_PROTO_VERSION_TARGET_GEN) {
+            /*
+             * A primary target: its next write starts a generation that
+             * the source joins when told, so that the source's UUIDs show
+             * the writes it has of ours (state.c)
+             */
+            qatomic_set(&s->gen_due, true);
+        }
     }
     peer->hs_uuids = o->peer_uuids;
     peer->hs_current = o->self_uuids.current;

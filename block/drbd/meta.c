@@ -215,6 +215,12 @@ void drbd_recent_free(BDRVDrbdState *s)
     }
 }
 
+/* A sync target's crash as primary is over: its data is its source's */
+static void drbd_crash_over_locked(BDRVDrbdState *s)
+{
+    s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+}
+
 void drbd_forget_other_peers_locked(DrbdConnection *conn)
 {
     BDRVDrbdState *s = conn->s;
@@ -228,7 +234,7 @@ void drbd_forget_other_peers_locked(DrbdConnection *conn)
             *drbd_md_slot_uuid_ptr(&s->md.sb, c->slot) = 0;
         }
     }
-    s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+    drbd_crash_over_locked(s);
 }
 
 /*
@@ -253,7 +259,7 @@ static void drbd_rebase_other_peers_locked(DrbdConnection *conn,
             *bitmap = gen;
         }
     }
-    s->md.sb.flags &= ~DRBD_MDF_CRASHED_PRIMARY;
+    drbd_crash_over_locked(s);
 }
 
 /*

@@ -844,9 +844,18 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
     } else if (!peer->uuids_synced && drbd_sync_is_source(peer->decision)) {
         /*
          * Our sync target, primary, writes in a generation of its own,
-         * and we receive its writes: the resync's end joins it
+         * and we receive its writes: from version 10 we join it now (our
+         * data, with its writes, is that generation's), before, at the
+         * resync's end
          */
         peer->target_gen = uuid;
+        drbd_uuids_get_locked(conn, &u);
+        if (peer->version >= DRBD_PROTO_VERSION_TARGET_GEN &&
+            drbd_uuid_target_gen_new(&u, uuid)) {
+            drbd_uuid_join(&u, peer->target_gen);
+            drbd_uuids_set_locked(conn, &u);
+            joined = true;
+        }
     }
     qemu_mutex_unlock(&s->lock);
     trace_drbd_new_uuid(s->bs, uuid, joined);

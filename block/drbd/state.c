@@ -722,6 +722,14 @@ bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
             drbd_sync_is_target(peer->decision)) {
             /* Our writes in it go to our sync source too (meta.c) */
             peer->target_gen = s->md.sb.uuid_current;
+            if (told && peer->version >= DRBD_PROTO_VERSION_TARGET_GEN) {
+                /*
+                 * ... which joins it when told (by the caller, or once
+                 * its connection is up: conn.c): a node whose UUIDs lack
+                 * it lacks our writes, and is no source for us
+                 */
+                s->partial_gen = s->md.sb.uuid_current;
+            }
         }
     }
     return true;

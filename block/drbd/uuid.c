@@ -863,10 +863,15 @@ bool drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *source,
     return keep;
 }
 
+bool drbd_uuid_target_gen_new(const DrbdUuids *u, uint64_t target_gen)
+{
+    return uuid_names_data(target_gen) && !drbd_uuid_holds(u, target_gen);
+}
+
 bool drbd_uuid_resync_finished_source_joins(DrbdUuids *u,
                                             uint64_t target_gen)
 {
-    bool join = uuid_names_data(target_gen) && !drbd_uuid_holds(u, target_gen);
+    bool join = drbd_uuid_target_gen_new(u, target_gen);
 
     drbd_uuid_resync_finished_source(u);
     if (join) {

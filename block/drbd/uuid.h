@@ -511,13 +511,24 @@ bool drbd_uuid_holds(const DrbdUuids *u, uint64_t uuid);
  * current UUID if it is still @target_gen, the source's current becomes
  * its bitmap UUID (the generation its writes count from, as if it had
  * been in sync) and the rest is the source's.  The source joins
- * @target_gen at its end of the resync when told of it
- * (drbd_uuid_resync_finished_source_joins()); if it was not, the bitmap
+ * @target_gen when told of it (drbd_uuid_target_gen_new(): from version
+ * 10 at once, before at its end of the resync,
+ * drbd_uuid_resync_finished_source_joins()); if it was not, the bitmap
  * UUID makes the target its source by bitmap at their next handshake.
  * Returns whether the target kept its own generation.
  */
 bool drbd_uuid_resync_finished_target(DrbdUuids *u, const DrbdUuids *source,
                                       uint64_t target_gen);
+
+/*
+ * Whether a sync source with UUIDs @u joins @target_gen, the generation
+ * its primary target writes in: it names data that @u does not hold (a
+ * stale generation that the target's promotion kept is the source's
+ * already).  From version 10 the source joins it as soon as it learns
+ * of it, since the target's writes in it reach the source, whose data
+ * then is that generation's; before, at the resync's end.
+ */
+bool drbd_uuid_target_gen_new(const DrbdUuids *u, uint64_t target_gen);
 
 /*
  * End of a successful resync on its source, @u: as

@@ -64,8 +64,15 @@
  * no more writes after it (on-congestion pull-ahead): the receiver is
  * behind until a resync; a node sends it only to a peer of version 9.
  */
+/*
+ * Version 10: no new packet.  A sync source whose target is primary
+ * joins the generation the target announces (NEW_UUID) when it arrives,
+ * instead of at the resync's end; the target starts one at its first
+ * write after the handshake, and takes no node that lacks it for its
+ * next source.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  9
+#define DRBD_PROTO_VERSION_MAX  10
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
@@ -80,6 +87,8 @@
 #define DRBD_PROTO_VERSION_RESIZE 8
 /* The first version with AHEAD */
 #define DRBD_PROTO_VERSION_AHEAD 9
+/* The first version whose sync source joins its primary target's generation */
+#define DRBD_PROTO_VERSION_TARGET_GEN 10
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its

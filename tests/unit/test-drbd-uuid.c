@@ -1499,6 +1499,33 @@ static void test_life_rotate_keeps_older_generation(void)
                     DRBD_SYNC_FULL_SOURCE);
 }
 
+/*
+ * Protocol version 10: c, primary and the sync target of b, writes in
+ * GZ; b joins GZ when told, and its UUIDs show that it holds c's
+ * writes, which a (back in GX, the generation the two shared) lacks.
+ * The resync's end does not make b join a second time.
+ */
+static void test_life_source_joins_target_generation(void)
+{
+    DrbdUuids a = U(GX | PRI, 0, H1, 0), b = U(GX, GY, H1, 0);
+
+    g_assert_true(drbd_uuid_target_gen_new(&b, GZ | PRI));
+    drbd_uuid_join(&b, GZ | PRI);
+    assert_uuids(&b, GZ, GY, GX, H1);
+    g_assert_false(drbd_uuid_target_gen_new(&b, GZ | PRI));
+    g_assert_true(drbd_uuid_holds(&b, GZ | PRI));
+    g_assert_false(drbd_uuid_holds(&a, GZ | PRI));
+
+    /* A generation the source holds already (a stale one) is not new */
+    g_assert_false(drbd_uuid_target_gen_new(&b, GX | PRI));
+    /* Nor are those that name no data */
+    g_assert_false(drbd_uuid_target_gen_new(&b, 0));
+    g_assert_false(drbd_uuid_target_gen_new(&b, DRBD_UUID_JUST_CREATED));
+
+    g_assert_false(drbd_uuid_resync_finished_source_joins(&b, GZ | PRI));
+    assert_uuids(&b, GZ, 0, GY, GX);
+}
+
 static void test_life_split_brain(void)
 {
     DrbdUuids a = U(GX, 0, H1, 0), b = U(GX, 0, H1, 0);
@@ -2135,6 +2162,8 @@ int main(int argc, char **argv)
                     test_life_target_takes_source_generation);
     g_test_add_func("/drbd-uuid/life/rotate-keeps-older-generation",
                     test_life_rotate_keeps_older_generation);
+    g_test_add_func("/drbd-uuid/life/source-joins-target-generation",
+                    test_life_source_joins_target_generation);
     g_test_add_func("/drbd-uuid/life/split-brain", test_life_split_brain);
     g_test_add_func("/drbd-uuid/life/restart", test_life_restart);
     g_test_add_func("/drbd-uuid/simulation", test_simulation);
