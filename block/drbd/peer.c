@@ -849,12 +849,13 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
          * resync's end
          */
         peer->target_gen = uuid;
-        drbd_uuids_get_locked(conn, &u);
-        if (peer->version >= DRBD_PROTO_VERSION_TARGET_GEN &&
-            drbd_uuid_target_gen_new(&u, uuid)) {
+        if (peer->version >= DRBD_PROTO_VERSION_TARGET_GEN) {
+            drbd_uuids_get_locked(conn, &u);
+            joined = drbd_uuid_target_gen_new(&u, uuid);
+        }
+        if (joined) {
             drbd_uuid_join(&u, peer->target_gen);
             drbd_uuids_set_locked(conn, &u);
-            joined = true;
         }
     }
     qemu_mutex_unlock(&s->lock);
