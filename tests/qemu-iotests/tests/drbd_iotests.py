@@ -62,6 +62,17 @@ def new_port() -> int:
         return port
 
 
+def trace_args() -> List[str]:
+    """The options that trace the events of DRBD_TRACE (patterns separated
+    by commas, e.g. 'drbd_*' or 'drbd_uuids_set,drbd_new_uuid') into a
+    daemon's log"""
+    args: List[str] = []
+    for pattern in os.environ.get('DRBD_TRACE', '').split(','):
+        if pattern:
+            args += ['--trace', pattern]
+    return args
+
+
 # Logs of the daemons
 
 def log_path(name: str) -> str:
@@ -1183,10 +1194,7 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
     def start(self, name: str, role: str,
               **extra: Any) -> iotests.QemuStorageDaemon:
         """Node @name as @role, with the drbd options @extra"""
-        args: List[str] = []
-        if os.environ.get('DRBD_TRACE'):
-            # e.g. DRBD_TRACE='drbd_*': trace events into the node's log
-            args = ['--trace', os.environ['DRBD_TRACE']]
+        args = trace_args()
         if name in self.img:
             args += ['--blockdev', f'driver=file,node-name=file-{name},'
                      f'filename={self.img[name]}']
