@@ -14,6 +14,7 @@
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import random
@@ -21,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -46,9 +48,33 @@ QMPEvent = Dict[str, Any]
 _port_base = 10000 + os.getpid() % 20000
 _port_next = 0
 
+# A port is this process's while it holds the lock on a file named after
+# it, here: a port that is free now may be one that a node of another
+# test, run at the same time, connects to (its peer restarting), and
+# that node would then join this test's resource (same resource name,
+# same node ids).  The locks go with the process.
+_PORT_LOCK_DIR = os.path.join(tempfile.gettempdir(),
+                              f'drbd-iotests-ports-{os.getuid()}')
+_port_locks: List[int] = []
+
+
+def _reserve_port(port: int) -> bool:
+    """Whether @port is now this process's, against other test processes"""
+    os.makedirs(_PORT_LOCK_DIR, exist_ok=True)
+    fd = os.open(os.path.join(_PORT_LOCK_DIR, str(port)),
+                 os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _port_locks.append(fd)
+    return True
+
 
 def new_port() -> int:
-    """A TCP port of 127.0.0.1 for this test alone, free when asked for"""
+    """A TCP port of 127.0.0.1 for this test alone: free when asked for,
+    and given to no other test process while this one runs"""
     global _port_next  # pylint: disable=global-statement
     while True:
         _port_next += 1
@@ -59,6 +85,8 @@ def new_port() -> int:
                 s.bind(('127.0.0.1', port))
             except OSError:
                 continue
+        if not _reserve_port(port):
+            continue
         return port
 
 
