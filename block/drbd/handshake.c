@@ -448,6 +448,31 @@ static int drbd_other_primary_locked(DrbdConnection *conn)
 }
 
 /*
+ * Whether this node, a secondary with up-to-date data, is connected in
+ * sync (no resync) to a primary peer other than @conn's: it is in that
+ * primary's generation with every write of it.  Under s->lock.
+ */
+static bool drbd_in_sync_with_primary_locked(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    unsigned i;
+
+    if (s->role == DRBD_ROLE_PRIMARY ||
+        s->disk != DRBD_DISK_STATE_UP_TO_DATE) {
+        return false;
+    }
+    for (i = 0; i < s->nr_conns; i++) {
+        DrbdConnection *c = s->conns[i];
+
+        if (c != conn && c->peer_role == DRBD_ROLE_PRIMARY &&
+            c->cstate == DRBD_CONN_STATE_CONNECTED) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
  * With more than one peer, a node takes one resync at a time, and from
  * the primary where there is one: a second source, or a secondary source
  * beside a primary, would race the primary's writes to the same blocks.
@@ -564,6 +589,34 @@ static int drbd_handshake_decide(DrbdConnection *conn,
             d = DRBD_SYNC_FULL_SOURCE;
         } else if (d == DRBD_SYNC_TARGET) {
             d = DRBD_SYNC_FULL_TARGET;
+        }
+    }
+    if (s->nr_conns > 1 && !self->primary && !other.primary &&
+        res.rule >= 34 && res.rule <= 37 &&
+        self->disk == DRBD_HS_DISK_UP_TO_DATE &&
+        other.disk == DRBD_HS_DISK_UP_TO_DATE &&
+        (pu->flags & DRBD_UUIDS_PRIMARY_PEER)) {
+        bool same;
+
+        qemu_mutex_lock(&s->lock);
+        same = drbd_in_sync_with_primary_locked(conn);
+        qemu_mutex_unlock(&s->lock);
+        if (same) {
+            /*
+             * Two secondaries in one generation, the one of the primary
+             * whose writes this node receives in sync, and the peer has
+             * a primary peer too: the same data.  The bitmap UUID on one
+             * side is left from a resync between the two that one side
+             * took on and the other gave up (its UUIDs changed as it
+             * decided: a handshake with the primary ended first), and
+             * what either lacks of the primary's writes is in the
+             * primary's bitmaps, not in theirs.  Nothing to resync; the
+             * bitmap UUID goes to the history, and the bitmap is cleared
+             * (drbd_handshake_apply()).
+             */
+            trace_drbd_sync_handshake_same_primary(s->bs, res.rule);
+            d = DRBD_SYNC_NONE;
+            res.rule = res.rule == 34 || res.rule == 36 ? 34 : 35;
         }
     }
     if (drbd_resync_allowed(conn, d, self->primary, other.primary,

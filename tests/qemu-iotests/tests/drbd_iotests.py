@@ -20,6 +20,7 @@ import os
 import random
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -515,6 +516,41 @@ def md_info(path: str) -> Dict[str, Any]:
     out = qemu_img('info', '--output=json', '-U', '-f', 'drbd', path).stdout
     data: Dict[str, Any] = json.loads(out)['format-specific']['data']
     return data
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), as the metadata's checksums"""
+    crc = 0xffffffff
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82f63b78 & -(crc & 1))
+    return crc ^ 0xffffffff
+
+
+def set_slot_bitmap_uuid(path: str, peer_node_id: int, uuid: int) -> None:
+    """In the internal metadata of the image @path (version 2, several
+    slots), give the bitmap slot of peer @peer_node_id (a free one if
+    none is its yet) the bitmap UUID @uuid, and the superblock its
+    checksum again (docs/interop/drbd-metadata.rst)"""
+    with open(path, 'r+b') as f:
+        f.seek(0, os.SEEK_END)
+        sb_offset = f.tell() - 4096
+        f.seek(sb_offset)
+        sb = bytearray(f.read(4096))
+        assert sb[:4] == b'DRBM', f'{path}: no superblock at the end'
+        max_peers = struct.unpack('>I', sb[112:116])[0]
+        ids = [struct.unpack('>I', sb[120 + 16 * i:124 + 16 * i])[0]
+               for i in range(max_peers)]
+        slot = ids.index(peer_node_id) if peer_node_id in ids else \
+            ids.index(0xffffffff)
+        sb[120 + 16 * slot:124 + 16 * slot] = struct.pack('>I', peer_node_id)
+        at = 80 if slot == 0 else 128 + 16 * slot
+        sb[at:at + 8] = struct.pack('>Q', uuid)
+        sb[8:12] = b'\0' * 4
+        sb[8:12] = struct.pack('>I', crc32c(bytes(sb)))
+        f.seek(sb_offset)
+        f.write(sb)
 
 
 def unflagged(uuid: str) -> int:
