@@ -584,10 +584,109 @@ void drbd_peer_spawn(DrbdPeer *peer, CoroutineEntry *fn, void *opaque)
 }
 
 /*
+ * Confirmation of a data generation.  When a primary starts one, the
+ * guest writes that complete from then on wait until each peer asked
+ * (drbd_gen_confirm_ask_locked()) showed that it knows it: it answered a
+ * PING sent after the generation's NEW_UUID (the meta channel keeps
+ * their order, and the peer has the generation on disk before it reads
+ * on: peer.c), or it is lost.  Else a node that has those writes could
+ * be killed before it noted the generation, and a node that lacks them
+ * would then look as new as it.  s->gen_confirm counts the answers
+ * awaited, peer->confirming the peer's part; both under s->lock.
+ */
+
+/* @peer is asked once more; under s->lock */
+void drbd_gen_confirm_ask_locked(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+
+    peer->confirming++;
+    qatomic_set(&s->gen_confirm, s->gen_confirm + 1);
+}
+
+/*
+ * @peer answered @n of the times it was asked (all of them: its loss
+ * ends its part); under s->lock
+ */
+void drbd_gen_confirmed_locked(DrbdPeer *peer, unsigned n)
+{
+    BDRVDrbdState *s = peer->s;
+
+    n = MIN(n, peer->confirming);
+    peer->confirming -= n;
+    qatomic_set(&s->gen_confirm, s->gen_confirm - n);
+    if (n && !s->gen_confirm) {
+        qemu_co_queue_restart_all(&s->gen_confirm_queue);
+    }
+}
+
+void coroutine_fn drbd_co_gen_confirm(DrbdPeer *peer, const char *why)
+{
+    BDRVDrbdState *s = peer->s;
+    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                       3 * peer->conn->ping_timeout_ns;
+    uint64_t ping;
+
+    /* A ping counted before it is sent: this one goes after NEW_UUID */
+    ping = qatomic_read(&peer->pings_sent) + 1;
+    qatomic_set(&peer->ping_now, true);
+    drbd_sleep_wake(s, &peer->ping_sleep, false);
+    while (!qatomic_read(&peer->broken) &&
+           qatomic_read(&peer->pings_acked) < ping) {
+        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= deadline) {
+            /* The pinger should have dropped it: unconfirmed, it goes */
+            drbd_peer_fail(peer, "the peer did not answer a ping after %s",
+                           why);
+            break;
+        }
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, SCALE_MS);
+        drbd_co_rehome(s);
+    }
+    /*
+     * A peer lost instead lets the writes go at its teardown, once the
+     * quorum no longer counts it (drbd_peer_run())
+     */
+    qemu_mutex_lock(&s->lock);
+    if (!qatomic_read(&peer->broken)) {
+        drbd_gen_confirmed_locked(peer, 1);
+    }
+    qemu_mutex_unlock(&s->lock);
+}
+
+/* drbd_co_gen_confirm() of a new generation; holds a reference */
+static void coroutine_fn drbd_gen_confirm_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+
+    drbd_co_gen_confirm(peer, "a new data generation");
+    drbd_peer_put(peer);
+}
+
+/*
+ * A guest write done: wait for the confirmations asked for.  Without the
+ * lock when none is, as nearly always: a loss asks in the locked section
+ * that completes the writes it held up, before their coroutines are
+ * woken, and a new generation before a write of it is sent.
+ */
+void coroutine_fn drbd_co_gen_confirm_wait(BDRVDrbdState *s)
+{
+    if (!qatomic_read(&s->gen_confirm)) {
+        return;
+    }
+    qemu_mutex_lock(&s->lock);
+    while (s->gen_confirm) {
+        qemu_co_queue_wait(&s->gen_confirm_queue, &s->lock);
+    }
+    qemu_mutex_unlock(&s->lock);
+}
+
+/*
  * The node started a data generation as primary: each peer that receives
  * its writes in sync (connected, no resync; a resync's target takes our
  * UUIDs at its end) and speaks version 5 joins it (NEW_UUID), so that
- * a node that missed the writes is told from one that did not
+ * a node that missed the writes is told from one that did not.  Each
+ * peer told is asked to confirm it (above) before a guest write that
+ * completes from now on succeeds.
  */
 void drbd_announce_new_uuid(BDRVDrbdState *s)
 {
@@ -598,17 +697,25 @@ void drbd_announce_new_uuid(BDRVDrbdState *s)
         g_autoptr(GByteArray) pkt = NULL;
         DrbdPeer *peer = NULL;
         uint64_t uuid = 0;
+        bool confirm = false;
 
         qemu_mutex_lock(&s->lock);
         if (drbd_uuid_told_locked(conn)) {
             peer = drbd_peer_get_locked(conn);
             uuid = s->md.sb.uuid_current;
+            confirm = peer && !qatomic_read(&s->closing);
+            if (confirm) {
+                drbd_gen_confirm_ask_locked(peer);
+            }
         }
         qemu_mutex_unlock(&s->lock);
         if (peer) {
             pkt = g_byte_array_new();
             drbd_wire_put_new_uuid(pkt, uuid);
             drbd_queue_meta(peer, pkt);
+            if (confirm) {
+                drbd_peer_spawn(peer, drbd_gen_confirm_co, peer);
+            }
             drbd_peer_put(peer);
         }
     }

@@ -551,89 +551,27 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn,
 }
 
 /*
- * @peer confirmed @n of the losses it was asked to (all of them: its
- * own loss ends its part); under s->lock
- */
-static void drbd_loss_confirmed_locked(DrbdPeer *peer, unsigned n)
-{
-    BDRVDrbdState *s = peer->s;
-
-    n = MIN(n, peer->confirming);
-    peer->confirming -= n;
-    qatomic_set(&s->loss_confirm, s->loss_confirm - n);
-    if (n && !s->loss_confirm) {
-        qemu_co_queue_restart_all(&s->loss_confirm_queue);
-    }
-}
-
-/*
  * A primary lost a peer, and the writes that waited for it complete now
  * without it.  Before the guest sees one succeed, @opaque (another peer,
  * connected) shows that it knows the data generation that this starts:
  * else it could grant the promotion of a node that lacks those writes
  * (one that lost the primary too, and whose generation it sees as its
- * own), whose resync would then overwrite them on it.  It answers a
- * PING sent after the generation's NEW_UUID (the meta channel keeps
- * their order), or it is lost itself, and the writes then see the
- * quorum as it is (drbd_co_write_common()).  A peer that does not
- * answer is dropped after ping-timeout (by this, after three).  Each
- * loss asks each peer once: a later loss, a later ping.  Runs with a
- * reference to the peer, in the node's context.
+ * own), whose resync would then overwrite them on it.  The generation is
+ * started here, where no write started it yet, and announced; then the
+ * peer answers a ping (drbd_co_gen_confirm()), or it is lost itself,
+ * and the writes then see the quorum as it is (drbd_co_write_common()).
+ * Each loss asks each peer once: a later loss, a later ping.  Runs with
+ * a reference to the peer, in the node's context.
  */
 static void coroutine_fn drbd_loss_confirm_co(void *opaque)
 {
     DrbdPeer *peer = opaque;
-    BDRVDrbdState *s = peer->s;
-    int64_t deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                       3 * peer->conn->ping_timeout_ns;
-    uint64_t ping;
 
     bdrv_graph_co_rdlock();
-    drbd_co_generation_due(s);
+    drbd_co_generation_due(peer->s);
     bdrv_graph_co_rdunlock();
-    /* A ping counted before it is sent: this one goes after NEW_UUID */
-    ping = qatomic_read(&peer->pings_sent) + 1;
-    qatomic_set(&peer->ping_now, true);
-    drbd_sleep_wake(s, &peer->ping_sleep, false);
-    while (!qatomic_read(&peer->broken) &&
-           qatomic_read(&peer->pings_acked) < ping) {
-        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= deadline) {
-            /* The pinger should have dropped it: unconfirmed, it goes */
-            drbd_peer_fail(peer, "the peer did not answer a ping after "
-                           "another peer's loss");
-            break;
-        }
-        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, SCALE_MS);
-        drbd_co_rehome(s);
-    }
-    /*
-     * A peer lost instead lets the writes go at its teardown, once the
-     * quorum no longer counts it (drbd_peer_run())
-     */
-    qemu_mutex_lock(&s->lock);
-    if (!qatomic_read(&peer->broken)) {
-        drbd_loss_confirmed_locked(peer, 1);
-    }
-    qemu_mutex_unlock(&s->lock);
+    drbd_co_gen_confirm(peer, "another peer's loss");
     drbd_peer_put(peer);
-}
-
-/*
- * A guest write done: wait for drbd_loss_confirm_co() where one runs.
- * Without the lock when none does, as nearly always: a loss counts its
- * confirmations in the locked section that completes the writes it held
- * up, before their coroutines are woken.
- */
-void coroutine_fn drbd_co_loss_confirm_wait(BDRVDrbdState *s)
-{
-    if (!qatomic_read(&s->loss_confirm)) {
-        return;
-    }
-    qemu_mutex_lock(&s->lock);
-    while (s->loss_confirm) {
-        qemu_co_queue_wait(&s->loss_confirm_queue, &s->lock);
-    }
-    qemu_mutex_unlock(&s->lock);
 }
 
 /* Run an established connection until it breaks */
@@ -733,7 +671,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
      */
     drbd_quorum_update_locked(s);
     /* ... and so do those that waited for it to confirm another's loss */
-    drbd_loss_confirmed_locked(peer, UINT_MAX);
+    drbd_gen_confirmed_locked(peer, UINT_MAX);
     conn->lost_primary = conn->peer_role == DRBD_ROLE_PRIMARY;
     if (conn->lost_primary && s->nr_conns > 1) {
         /* Its last writes may have reached some survivors only */
@@ -756,8 +694,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
             others[i] = s->conns[i] == conn ? NULL :
                         drbd_peer_get_locked(s->conns[i]);
             if (others[i]) {
-                others[i]->confirming++;
-                qatomic_set(&s->loss_confirm, s->loss_confirm + 1);
+                drbd_gen_confirm_ask_locked(others[i]);
             }
         }
     }

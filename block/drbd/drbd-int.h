@@ -166,7 +166,7 @@ typedef struct DrbdPeer {
     GByteArray *meta_out;       /* queued for the meta channel */
     bool meta_flushing;         /* a flusher will send meta_out */
     Coroutine *teardown_waiter; /* the manager, waiting for the last one */
-    unsigned confirming;        /* its part of s->loss_confirm (conn.c) */
+    unsigned confirming;        /* its part of s->gen_confirm (channel.c) */
     /* Teardown started: set under s->lock, read with qatomic_read() */
     bool broken;
     char *broken_reason;
@@ -644,14 +644,13 @@ struct BDRVDrbdState {
     bool gen_busy;
     CoMutex gen_lock;
     /*
-     * Set under s->lock (read atomically): the primary lost a peer, and
-     * the writes that waited for it complete without it: how many of the
-     * other peers have yet to show that they know the generation that
-     * starts (conn.c), and the guest writes that wait for them before
-     * they succeed
+     * Set under s->lock (read atomically): the primary started a data
+     * generation (a peer's loss, a promotion), and the guest writes that
+     * complete from then on wait for the peers to show they know it: how
+     * many answers are awaited (channel.c), and those writes
      */
-    unsigned loss_confirm;
-    CoQueue loss_confirm_queue;
+    unsigned gen_confirm;
+    CoQueue gen_confirm_queue;
     /*
      * A guest write of the current data generation completed (atomic;
      * true at open, where it is not known); and, under s->lock, the node
@@ -889,7 +888,6 @@ bool drbd_uuid_told_locked(DrbdConnection *c);
  * coroutine, in the node's context.
  */
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
-void coroutine_fn drbd_co_loss_confirm_wait(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write);
@@ -1031,6 +1029,15 @@ int coroutine_fn drbd_send_data_channel(DrbdPeer *peer, GByteArray *pkt);
 void drbd_queue_block_ack(DrbdPeer *peer, uint16_t cmd, uint64_t offset,
                           uint64_t id, uint32_t bytes);
 void drbd_announce_new_uuid(BDRVDrbdState *s);
+void drbd_gen_confirm_ask_locked(DrbdPeer *peer);
+void drbd_gen_confirmed_locked(DrbdPeer *peer, unsigned n);
+/*
+ * @peer answers a ping sent after the generation's NEW_UUID, or is lost
+ * (failed after three times ping-timeout, which says it was asked after
+ * @why): one of the answers awaited
+ */
+void coroutine_fn drbd_co_gen_confirm(DrbdPeer *peer, const char *why);
+void coroutine_fn drbd_co_gen_confirm_wait(BDRVDrbdState *s);
 
 /* tl.c: the transfer log and the sending of guest writes */
 void drbd_req_event_locked(BDRVDrbdState *s, DrbdRequest *req,

@@ -595,7 +595,7 @@ drbd_open(BlockDriverState *bs, QDict *options, int flags, Error **errp)
     qemu_co_mutex_init(&s->gen_lock);
     s->gen_acked = true;
     qemu_co_queue_init(&s->drain_queue);
-    qemu_co_queue_init(&s->loss_confirm_queue);
+    qemu_co_queue_init(&s->gen_confirm_queue);
     qemu_co_queue_init(&s->md.al_queue);
     QSLIST_INIT(&s->quorum.waiters);
     drbd_auto_init(s);
@@ -1231,8 +1231,11 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     qemu_mutex_unlock(&s->lock);
 
     if (ret == 0) {
-        /* Done without a peer just lost: the others know it (conn.c) */
-        drbd_co_loss_confirm_wait(s);
+        /*
+         * Done in a generation just started (without a peer just lost, or
+         * after a promotion without all): the peers know it (channel.c)
+         */
+        drbd_co_gen_confirm_wait(s);
     }
     if (ret == 0 && s->quorum.need) {
         /*

@@ -791,24 +791,13 @@ int coroutine_fn drbd_peer_read_request(DrbdPeer *peer,
 }
 
 /*
- * The new generation (or the generation a sync target's data now holds
- * in part) on disk: the meta receiver does not wait for it
- */
-static void coroutine_fn drbd_new_uuid_sync_co(void *opaque)
-{
-    DrbdPeer *peer = opaque;
-
-    /* A failure detaches the node, which says it all */
-    drbd_co_md_sync(peer->s, false);
-    drbd_peer_put(peer);
-}
-
-/*
  * A NEW_UUID: the primary peer started a data generation (it lost
  * another peer, or was promoted without all of them), and this node,
  * which receives its writes, is in it too.  A sync target of the peer
- * takes the peer's UUIDs at the end of the resync instead, and a sync
- * source joins it there.
+ * takes the peer's UUIDs at the end of the resync instead; a sync
+ * source of a primary target joins it now from version 10, and at the
+ * resync's end before.  Runs in the meta receiver, which it holds up
+ * while the metadata goes to disk.
  */
 int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
                                     Error **errp)
@@ -861,7 +850,14 @@ int coroutine_fn drbd_peer_new_uuid(DrbdPeer *peer, uint64_t uuid,
     qemu_mutex_unlock(&s->lock);
     trace_drbd_new_uuid(s->bs, uuid, joined);
     if (joined || partial) {
-        drbd_peer_spawn(peer, drbd_new_uuid_sync_co, peer);
+        /*
+         * On disk before the meta channel reads on: a PING that the
+         * primary sent after NEW_UUID is answered once the generation
+         * survives a crash of this node, and the primary counts on that
+         * (drbd_co_gen_confirm()).  A failure detaches the node, which
+         * says it all.
+         */
+        drbd_co_md_sync(s, false);
     }
     return 0;
 }
