@@ -1253,7 +1253,12 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
         written = s->md.lost_quorum_written;
         qemu_mutex_unlock(&s->lock);
         if (written) {
-            /* The quorum came back, and this write was acknowledged */
+            /*
+             * The first write of the generation that the guest sees
+             * complete: the metadata no longer says that none was (it
+             * did from the generation's start, or from the quorum's
+             * loss), before the guest hears of it
+             */
             drbd_md_sync_in_request(s, false);
         }
     }

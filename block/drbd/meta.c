@@ -519,7 +519,16 @@ again:
     if (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) {
         sb.flags |= DRBD_MDF_PRIMARY_IND;
     }
-    if (s->gen_unacked_lost) {
+    /*
+     * Changes that no one acknowledged yield at a split brain: those of
+     * a generation whose primary lost its quorum first, and, should the
+     * node crash, those of one it started and wrote none of yet that
+     * the guest saw complete (its first write clears it, on disk before
+     * it completes: drbd_co_write_common())
+     */
+    if (s->gen_unacked_lost ||
+        ((s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending) &&
+         !qatomic_read(&s->gen_acked))) {
         sb.flags |= DRBD_MDF_PRIMARY_LOST_QUORUM;
     }
     if (s->disk == DRBD_DISK_STATE_UP_TO_DATE) {
