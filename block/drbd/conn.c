@@ -534,6 +534,9 @@ static DrbdPeer *coroutine_fn drbd_establish(DrbdConnection *conn,
     drbd_deadline_disarm(&dl);
     qemu_mutex_lock(&s->lock);
     conn->handshaking = NULL;
+    if (ret < 0) {
+        conn->hs_peer_primary = false;
+    }
     qemu_mutex_unlock(&s->lock);
     if (ret < 0) {
         if (dl.expired) {
@@ -636,6 +639,10 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
                    DRBD_CONN_STATE_CONNECTED, -1, peer->role,
                    sync_source ? DRBD_DISK_STATE_INCONSISTENT : peer->disk,
                    "connected");
+    /* peer_role says it now, and follows the peer's role changes */
+    qemu_mutex_lock(&s->lock);
+    conn->hs_peer_primary = false;
+    qemu_mutex_unlock(&s->lock);
 
     drbd_peer_spawn(peer, drbd_meta_receiver, peer);
     drbd_peer_spawn(peer, drbd_data_receiver, peer);
@@ -665,6 +672,7 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
         qemu_mutex_lock(&s->lock);
     }
     conn->peer = NULL;
+    conn->hs_peer_primary = false;
     /*
      * The peer no longer counts for the quorum before the writes it held
      * up complete: a write that completes now sees the quorum as it is

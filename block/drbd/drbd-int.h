@@ -376,6 +376,13 @@ struct DrbdConnection {
     DrbdConnState cstate;
     DrbdRole peer_role;
     DrbdDiskState peer_disk;
+    /*
+     * The handshake with a primary peer took effect (our UUIDs are its
+     * now), before the connection runs and peer_role says so: the other
+     * connections' handshakes see that primary from then on.  Under
+     * s->lock; false again once the connection runs, or fails.
+     */
+    bool hs_peer_primary;
     bool discard_my_data;       /* drbd-connect said so, for one handshake */
     /*
      * The node stopped while primary (DRBD_MDF_CRASHED_PRIMARY), and this

@@ -430,6 +430,7 @@ typedef struct DrbdHandshakeOutcome {
     DrbdUuids peer_uuids;       /* the peer's, likewise */
     uint64_t target_gen;        /* DrbdPeer's, as the handshake has it */
     bool hold;                  /* wait for drbd-connect before retrying */
+    bool peer_primary;          /* the peer said it is primary */
 } DrbdHandshakeOutcome;
 
 /* A peer of @conn's node, other than @conn's, that is primary; under lock */
@@ -440,7 +441,8 @@ static int drbd_other_primary_locked(DrbdConnection *conn)
 
     for (i = 0; i < s->nr_conns; i++) {
         if (s->conns[i] != conn &&
-            s->conns[i]->peer_role == DRBD_ROLE_PRIMARY) {
+            (s->conns[i]->peer_role == DRBD_ROLE_PRIMARY ||
+             s->conns[i]->hs_peer_primary)) {
             return s->conns[i]->peer_node_id;
         }
     }
@@ -655,6 +657,7 @@ static int drbd_handshake_decide(DrbdConnection *conn,
 
     out->decision = d;
     out->rule = res.rule;
+    out->peer_primary = other.primary;
     out->self_uuids = self->uuids;
     out->peer_uuids = other.uuids;
     drbd_uuid_repair(res.rule, &out->self_uuids, &out->peer_uuids);
@@ -725,6 +728,15 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     }
     peer->decision = d;
     peer->uuids_synced = d == DRBD_SYNC_NONE;
+    /*
+     * From now on, a handshake with another peer sees this one as
+     * primary: it would otherwise see our UUIDs, the primary's, without
+     * the primary, until the connection runs, and two secondaries could
+     * then decide on a resync between them that races the primary's
+     * writes, or that one of them drops (its UUIDs changed meanwhile)
+     * and the other carries out alone
+     */
+    conn->hs_peer_primary = o->peer_primary;
     peer->target_gen = o->target_gen;
     if (drbd_sync_is_target(d)) {
         s->partial_gen = o->peer_uuids.current;
