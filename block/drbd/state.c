@@ -615,8 +615,18 @@ void drbd_uuids_get_locked(DrbdConnection *conn, DrbdUuids *u)
 void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u)
 {
     BDRVDrbdState *s = conn->s;
+    DrbdUuids old;
 
-    s->hs_gen++;
+    drbd_uuids_get_locked(conn, &old);
+    if (memcmp(&old, u, sizeof(old))) {
+        /*
+         * A handshake running with another peer decided on old UUIDs.
+         * The same set again (a handshake that found nothing to change)
+         * leaves it be: it would fail for nothing, after its peer may
+         * have applied its side.
+         */
+        s->hs_gen++;
+    }
     /*
      * A generation the node moves to is the newest it heard of; its own
      * current UUID set again (a bitmap or the history changed) is not:
