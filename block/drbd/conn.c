@@ -728,6 +728,41 @@ static void coroutine_fn drbd_peer_run(DrbdConnection *conn, DrbdPeer *peer)
     drbd_peer_free(peer);
 }
 
+/* A generation due, started in the node's context (@opaque: a peer) */
+static void coroutine_fn drbd_generation_due_co(void *opaque)
+{
+    DrbdPeer *peer = opaque;
+
+    bdrv_graph_co_rdlock();
+    drbd_co_generation_due(peer->s);
+    bdrv_graph_co_rdunlock();
+    drbd_peer_put(peer);
+}
+
+void drbd_detached_new_generation(BDRVDrbdState *s)
+{
+    DrbdPeer *peer = NULL;
+    bool due;
+    unsigned i;
+
+    qemu_mutex_lock(&s->lock);
+    due = s->detached && !qatomic_read(&s->closing) &&
+          (s->role == DRBD_ROLE_PRIMARY || s->md.primary_pending);
+    if (due) {
+        qatomic_set(&s->gen_due, due);
+        for (i = 0; i < s->nr_conns && !peer; i++) {
+            peer = drbd_peer_get_locked(s->conns[i]);
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    trace_drbd_detached_new_generation(s->bs, peer != NULL);
+    if (peer) {
+        /* No peer: the next write starts it, and fails without one */
+        drbd_peer_spawn(peer, drbd_generation_due_co, peer);
+        drbd_peer_put(peer);
+    }
+}
+
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s)
 {
     bool start;

@@ -895,6 +895,13 @@ bool drbd_uuid_told_locked(DrbdConnection *c);
  * coroutine, in the node's context.
  */
 void coroutine_fn GRAPH_RDLOCK drbd_co_generation_due(BDRVDrbdState *s);
+/*
+ * A primary detached from its disk: its writes go on to its peers alone,
+ * and a new data generation starts now, announced to the peers in sync
+ * (they join it: from version 11 they start none of their own).  Main
+ * loop, without s->lock.
+ */
+void drbd_detached_new_generation(BDRVDrbdState *s);
 void drbd_quorum_update_locked(BDRVDrbdState *s);
 int drbd_quorum_check_locked(BDRVDrbdState *s, Error **errp);
 int coroutine_fn drbd_co_quorum_wait(BDRVDrbdState *s, bool write);

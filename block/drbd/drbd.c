@@ -468,7 +468,8 @@ static int drbd_open_diskless(BDRVDrbdState *s, BlockdevOptionsDrbd *o,
  * data became inconsistent after a write error it passed on: the
  * superblock says so, best effort, and the peer learns our disk state
  * (a peer whose disk is gone gets no more data, and a full resync when
- * a disk comes back).  Main loop.
+ * a disk comes back); a primary then starts a new data generation, which
+ * the peers join.  Main loop.
  */
 static void drbd_disk_error_bh(void *opaque)
 {
@@ -476,6 +477,7 @@ static void drbd_disk_error_bh(void *opaque)
 
     drbd_md_detached(s);
     drbd_announce_role(s);
+    drbd_detached_new_generation(s);
 }
 
 /*

@@ -438,7 +438,10 @@ int coroutine_fn drbd_send_ahead(DrbdPeer *peer)
  * comes back, so all of it is marked out of sync, and a full resync
  * brings the disk back.  While either node writes, the data moves on
  * without it: a new generation, so that the disk, back, is its target.
- * Runs in a coroutine of the connection.
+ * A primary peer of version 11 starts that generation itself, and its
+ * secondaries join it (NEW_UUID): were each to start one of its own,
+ * two secondaries would go on in two generations, a split brain at their
+ * next handshake.  Runs in a coroutine of the connection.
  */
 void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
 {
@@ -453,9 +456,10 @@ void coroutine_fn drbd_tl_peer_disk_gone(DrbdPeer *peer, bool peer_primary)
     }
     drbd_oos_set_locked(peer->conn, 0, s->size);
     announce = s->role == DRBD_ROLE_PRIMARY;
-    new_generation = drbd_new_generation_locked(s,
-                                                s->role == DRBD_ROLE_PRIMARY ||
-                                                peer_primary, announce);
+    new_generation = drbd_new_generation_locked(
+        s, s->role == DRBD_ROLE_PRIMARY ||
+           (peer_primary && peer->version < DRBD_PROTO_VERSION_DETACH_GEN),
+        announce);
     qemu_mutex_unlock(&s->lock);
     trace_drbd_peer_disk_gone(s->bs, new_generation);
     /* A failure detaches us too, which says it all */

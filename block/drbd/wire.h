@@ -71,8 +71,14 @@
  * write after the handshake, and takes no node that lacks it for its
  * next source.
  */
+/*
+ * Version 11: no new packet.  A primary that detaches from its disk
+ * starts a new data generation, and announces it (NEW_UUID); its
+ * secondaries start none of their own when they see its disk go, so
+ * that two of them do not go on in two generations.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  10
+#define DRBD_PROTO_VERSION_MAX  11
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
@@ -89,6 +95,8 @@
 #define DRBD_PROTO_VERSION_AHEAD 9
 /* The first version whose sync source joins its primary target's generation */
 #define DRBD_PROTO_VERSION_TARGET_GEN 10
+/* The first version whose primary starts a generation when it detaches */
+#define DRBD_PROTO_VERSION_DETACH_GEN 11
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its

@@ -1256,13 +1256,22 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
         return out
 
     def start(self, name: str, role: str,
+              rules: Optional[Dict[str, Any]] = None,
               **extra: Any) -> iotests.QemuStorageDaemon:
-        """Node @name as @role, with the drbd options @extra"""
+        """Node @name as @role, with the drbd options @extra; with
+        @rules, a blkdebug node with these rules (a failing disk) is
+        between the drbd node and its file"""
         args = trace_args()
+        child = f'file-{name}'
         if name in self.img:
             args += ['--blockdev', f'driver=file,node-name=file-{name},'
                      f'filename={self.img[name]}']
         qsd = start_qsd(name, *args)
+        if rules is not None:
+            qsd.cmd('blockdev-add', {'driver': 'blkdebug',
+                                     'node-name': f'dbg-{name}',
+                                     'image': child, **rules})
+            child = f'dbg-{name}'
         self.qsd[name] = qsd
         self.backlog[name] = []
         opts: Dict[str, Any] = {
@@ -1270,7 +1279,7 @@ class MeshTestCase(NodeEvents, iotests.QMPTestCase):
             'node-id': self.node_id[name], 'connect-interval': 200,
             'peers': self.peers(name), **extra}
         if name in self.img:
-            opts['file'] = f'file-{name}'
+            opts['file'] = child
         else:
             opts['size'] = self.size
         qsd.cmd('blockdev-add', opts)
