@@ -395,6 +395,13 @@ struct DrbdConnection {
      */
     bool lost_primary;
     /*
+     * A write that the guest saw succeed missed the peer while this node
+     * had no disk (s->detached): the other peers have it, the peer not,
+     * and this node cannot send it.  Back in another generation than
+     * ours, the peer is outdated in our eyes (handshake.c).
+     */
+    bool missed_acked;
+    /*
      * A promotion broke the connection for a new handshake: its loss
      * starts no data generation (the promotion started one)
      */

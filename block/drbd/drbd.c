@@ -1225,6 +1225,9 @@ drbd_co_write_common(BlockDriverState *bs, uint16_t cmd, int64_t offset,
     all_oos = drbd_write_wait_locked(s, reqs);
     if (diskless) {
         ret = all_oos ? -EIO : 0;
+        for (i = 0; i < s->nr_conns && ret == 0; i++) {
+            s->conns[i]->missed_acked |= !!(reqs[i].state & DRBD_RQ_NET_OOS);
+        }
     } else if (peer_needed && all_oos && ret == 0) {
         ret = -EIO;
     }
@@ -2805,6 +2808,8 @@ int drbd_attach_disk(BDRVDrbdState *s, const char *file, const char *meta,
     for (i = 0; i < s->nr_conns; i++) {
         drbd_uuid_init(&u);
         drbd_uuids_set_locked(s->conns[i], &u);
+        /* With a disk, the node resyncs what a peer missed itself */
+        s->conns[i]->missed_acked = false;
     }
     s->md.failed = false;
     s->md.writable = s->meta_disk != DRBD_META_DISK_NONE;

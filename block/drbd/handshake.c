@@ -978,6 +978,27 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
 
     peer->role = st.role;
     peer->disk = st.disk_state;
+    qemu_mutex_lock(&s->lock);
+    if (s->detached && conn->missed_acked &&
+        peer->disk == DRBD_DISK_STATE_UP_TO_DATE) {
+        /*
+         * Writes that the guest saw succeed went to our other peers
+         * without this one, and we have no disk to send them from: in
+         * another generation than ours, it lacks them, and we neither
+         * read from it nor count it as a copy.  (Its promotion is
+         * refused by the peers that know our generation; the next
+         * primary with a disk resyncs it.)  In ours, it got them from
+         * another peer.
+         */
+        if (!((their_uuids.current ^ s->md.sb.uuid_current) &
+              ~DRBD_UUID_PRIMARY_FLAG)) {
+            conn->missed_acked = false;
+        } else {
+            peer->disk = DRBD_DISK_STATE_OUTDATED;
+        }
+        trace_drbd_sync_handshake_missed_acked(s->bs, conn->missed_acked);
+    }
+    qemu_mutex_unlock(&s->lock);
     if (outcome.decision == DRBD_SYNC_NONE &&
         st.disk_state == DRBD_DISK_STATE_UP_TO_DATE &&
         qatomic_read(&s->disk) == DRBD_DISK_STATE_OUTDATED) {
