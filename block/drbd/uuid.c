@@ -528,6 +528,19 @@ DrbdSyncDecision drbd_sync_handshake(const DrbdHandshakeSide *self,
         res->by_disk_state = true;
     }
 
+    /*
+     * Neither has data of its own: no split brain to resolve (there are
+     * no changes on either side to keep), and neither can be the source.
+     * Not a reason to stop connecting: one of them, resynced from a third
+     * node meanwhile, is the other's source then.
+     */
+    if ((hg == DRBD_UUID_CMP_SPLIT_BRAIN ||
+         hg == DRBD_UUID_CMP_SPLIT_BRAIN_FULL) &&
+        self->disk == DRBD_HS_DISK_INCONSISTENT &&
+        peer->disk == DRBD_HS_DISK_INCONSISTENT) {
+        return handshake_done(res, DRBD_SYNC_INCONSISTENT_SOURCE);
+    }
+
     /* 3. to 5. split brain */
     if (hg == DRBD_UUID_CMP_SPLIT_BRAIN ||
         hg == DRBD_UUID_CMP_SPLIT_BRAIN_FULL) {

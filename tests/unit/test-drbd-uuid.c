@@ -526,6 +526,22 @@ static void test_handshake_disk_state(void)
                     DRBD_SYNC_FULL_SOURCE);
     g_assert_cmpint(res.uuid_cmp, ==, DRBD_UUID_CMP_SPLIT_BRAIN_FULL);
 
+    /*
+     * both Inconsistent in two generations: nothing of either to keep,
+     * and neither is a source; no split brain to hold the connection for
+     */
+    a.disk = DRBD_HS_DISK_INCONSISTENT;
+    a.uuids = U(GA, GX, H1, 0);
+    g_assert_cmpint(handshake(&a, &b, false, &default_cfg, &res), ==,
+                    DRBD_SYNC_INCONSISTENT_SOURCE);
+    g_assert_cmpint(res.uuid_cmp, ==, DRBD_UUID_CMP_SPLIT_BRAIN);
+    g_assert_cmpint(res.resolution, ==, DRBD_SB_NONE);
+    a.uuids = U(GA, GY, H1, 0);
+    g_assert_cmpint(handshake(&a, &b, false, &default_cfg, &res), ==,
+                    DRBD_SYNC_INCONSISTENT_SOURCE);
+    g_assert_cmpint(res.uuid_cmp, ==, DRBD_UUID_CMP_SPLIT_BRAIN_FULL);
+    a.disk = DRBD_HS_DISK_UP_TO_DATE;
+
     /* no disk state turns unrelated data into related data */
     a.uuids = U(GA, GY, H2, 0);
     g_assert_cmpint(handshake(&a, &b, false, &default_cfg, &res), ==,
