@@ -809,6 +809,113 @@ static int coroutine_fn drbd_handshake_apply(DrbdPeer *peer, uint64_t gen,
     return 0;
 }
 
+/* DECISION's outcome for @d, ours or (mirrored) the one the peer's must be */
+static uint32_t drbd_decision_outcome(DrbdSyncDecision d, bool mirrored)
+{
+    switch (d) {
+    case DRBD_SYNC_NONE:
+        return DRBD_DECISION_NONE;
+    case DRBD_SYNC_SOURCE:
+        return mirrored ? DRBD_DECISION_TARGET : DRBD_DECISION_SOURCE;
+    case DRBD_SYNC_TARGET:
+        return mirrored ? DRBD_DECISION_SOURCE : DRBD_DECISION_TARGET;
+    case DRBD_SYNC_FULL_SOURCE:
+        return mirrored ? DRBD_DECISION_FULL_TARGET :
+                          DRBD_DECISION_FULL_SOURCE;
+    case DRBD_SYNC_FULL_TARGET:
+        return mirrored ? DRBD_DECISION_FULL_SOURCE :
+                          DRBD_DECISION_FULL_TARGET;
+    default:
+        return DRBD_DECISION_REFUSED;
+    }
+}
+
+static const char *drbd_decision_outcome_str(uint32_t outcome)
+{
+    static const char *const names[DRBD_DECISION_MAX + 1] = {
+        [DRBD_DECISION_REFUSED] = "refused",
+        [DRBD_DECISION_NONE] = "none",
+        [DRBD_DECISION_SOURCE] = "source",
+        [DRBD_DECISION_TARGET] = "target",
+        [DRBD_DECISION_FULL_SOURCE] = "full-source",
+        [DRBD_DECISION_FULL_TARGET] = "full-target",
+    };
+
+    return outcome <= DRBD_DECISION_MAX ? names[outcome] : "unknown";
+}
+
+/*
+ * Version 12: tell the peer what this node made of the handshake
+ * (@decided: 0, or the error that turns the connection down), and hear
+ * what it made of it, before either acts on it.  Each side decides from
+ * what both sent, but turns the outcome down for what it alone knows
+ * (drbd_resync_allowed(), drbd_partial_gen_lacked(), a change of role
+ * since it sent its state): without this, a node could take on the
+ * resync that its peer turned down, a target without a source.
+ * Returns @decided if it failed, else 0 when the peer's decision is ours
+ * from its end, -EAGAIN when it is not.
+ */
+static int coroutine_fn drbd_handshake_agree(DrbdPeer *peer, uint64_t gen,
+                                             int decided,
+                                             const DrbdHandshakeOutcome *o,
+                                             Error **errp)
+{
+    BDRVDrbdState *s = peer->s;
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *payload = NULL;
+    DrbdDecision ours, theirs;
+    uint32_t expected;
+    uint32_t len;
+
+    if (decided == 0) {
+        qemu_mutex_lock(&s->lock);
+        if (s->hs_gen != gen) {
+            /* Promoted, demoted or invalidated since we sent our state */
+            decided = -EAGAIN;
+            error_setg(errp, "the node's role, disk or UUIDs changed during "
+                       "the handshake; connecting again");
+        }
+        qemu_mutex_unlock(&s->lock);
+    }
+    ours = (DrbdDecision) {
+        .outcome = decided < 0 ? DRBD_DECISION_REFUSED :
+                   drbd_decision_outcome(o->decision, false),
+        .rule = decided < 0 ? 0 : MIN(MAX(o->rule, 0),
+                                      DRBD_DECISION_RULE_MAX),
+    };
+    drbd_wire_put_decision(pkt, &ours);
+    if (decided < 0) {
+        /* Our reason stands; the peer learns only that we refused */
+        drbd_write_packet(peer->data, pkt, NULL);
+        return decided;
+    }
+    if (drbd_write_packet(peer->data, pkt, errp) < 0 ||
+        drbd_expect_packet(peer->data, DRBD_CMD_DECISION, &payload, &len,
+                           errp) < 0 ||
+        drbd_wire_get_decision(payload, len, &theirs, errp) < 0) {
+        return -EINVAL;
+    }
+    expected = drbd_decision_outcome(o->decision, true);
+    trace_drbd_sync_handshake_agree(s->bs,
+                                    drbd_decision_outcome_str(ours.outcome),
+                                    drbd_decision_outcome_str(theirs.outcome),
+                                    theirs.rule);
+    if (theirs.outcome == DRBD_DECISION_REFUSED) {
+        error_setg(errp, "the peer turned down the outcome of the handshake "
+                   "(%s here, by rule %d): its log says why; connecting "
+                   "again", drbd_sync_decision_str(o->decision), o->rule);
+        return -EAGAIN;
+    }
+    if (theirs.outcome != expected) {
+        error_setg(errp, "the peer decided '%s' (rule %" PRIu32 "), where "
+                   "this node decided '%s' (rule %d): connecting again",
+                   drbd_decision_outcome_str(theirs.outcome), theirs.rule,
+                   drbd_sync_decision_str(o->decision), o->rule);
+        return -EAGAIN;
+    }
+    return 0;
+}
+
 /*
  * Exchange sizes, states, generation UUIDs and bitmaps on the data
  * channel, and decide what happens between the two nodes
@@ -967,6 +1074,9 @@ int coroutine_fn drbd_exchange_params(DrbdPeer *peer, DrbdDeadline *dl,
         conn->connect_held = true;
         conn->held_reason = "split brain: waiting for drbd-connect";
         qemu_mutex_unlock(&s->lock);
+    }
+    if (peer->version >= DRBD_PROTO_VERSION_DECISION) {
+        ret = drbd_handshake_agree(peer, gen, ret, &outcome, errp);
     }
     if (ret == 0) {
         ret = drbd_handshake_apply(peer, gen, &outcome, their_bm, errp);

@@ -71,6 +71,11 @@
 #define REFUSE_NODE_ID          4
 #define REFUSE_SIZE             8
 
+/* DECISION */
+#define DECISION_OUTCOME        0
+#define DECISION_RULE           4
+#define DECISION_SIZE           8
+
 /* RESIZE, RESIZE_REPLY */
 #define RESIZE_DISK_SIZE        0
 #define RESIZE_SIZE             8
@@ -188,6 +193,7 @@ static const DrbdCmdInfo drbd_cmd_info[DRBD_CMD__MAX] = {
     [DRBD_CMD_RESIZE_REPLY] = { "RESIZE_REPLY", RESIZE_REPLY_SIZE,
                                 RESIZE_REPLY_SIZE },
     [DRBD_CMD_AHEAD]        = { "AHEAD", 0, 0 },
+    [DRBD_CMD_DECISION]     = { "DECISION", DECISION_SIZE, DECISION_SIZE },
 };
 
 static const char *const drbd_digest_names[DRBD_DIGEST__MAX] = {
@@ -398,6 +404,18 @@ void drbd_wire_put_refuse(GByteArray *out, const DrbdRefuse *r)
     put_header(buf, DRBD_CMD_REFUSE, REFUSE_SIZE);
     stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + REFUSE_REASON, r->reason);
     stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + REFUSE_NODE_ID, r->node_id);
+    g_byte_array_append(out, buf, sizeof(buf));
+}
+
+void drbd_wire_put_decision(GByteArray *out, const DrbdDecision *d)
+{
+    uint8_t buf[DRBD_WIRE_HEADER_SIZE + DECISION_SIZE];
+
+    assert(d->outcome <= DRBD_DECISION_MAX);
+    assert(d->rule <= DRBD_DECISION_RULE_MAX);
+    put_header(buf, DRBD_CMD_DECISION, DECISION_SIZE);
+    stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + DECISION_OUTCOME, d->outcome);
+    stl_be_p(buf + DRBD_WIRE_HEADER_SIZE + DECISION_RULE, d->rule);
     g_byte_array_append(out, buf, sizeof(buf));
 }
 
@@ -1004,6 +1022,30 @@ int drbd_wire_get_refuse(const uint8_t *buf, size_t len, DrbdRefuse *r,
         return -EINVAL;
     }
     *r = v;
+    return 0;
+}
+
+int drbd_wire_get_decision(const uint8_t *buf, size_t len, DrbdDecision *d,
+                           Error **errp)
+{
+    DrbdDecision v;
+
+    if (check_len("DECISION", len, DECISION_SIZE, errp) < 0) {
+        return -EINVAL;
+    }
+    v.outcome = ldl_be_p(buf + DECISION_OUTCOME);
+    v.rule = ldl_be_p(buf + DECISION_RULE);
+    if (v.outcome > DRBD_DECISION_MAX) {
+        error_setg(errp, "DECISION packet: unknown outcome %" PRIu32,
+                   v.outcome);
+        return -EINVAL;
+    }
+    if (v.rule > DRBD_DECISION_RULE_MAX) {
+        error_setg(errp, "DECISION packet: rule %" PRIu32 " is above %d",
+                   v.rule, DRBD_DECISION_RULE_MAX);
+        return -EINVAL;
+    }
+    *d = v;
     return 0;
 }
 

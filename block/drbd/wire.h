@@ -77,8 +77,16 @@
  * secondaries start none of their own when they see its disk go, so
  * that two of them do not go on in two generations.
  */
+/*
+ * Version 12: DECISION, what each node made of the sync handshake, sent
+ * before it acts on it.  A node acts on its decision only when the
+ * peer's is the same one seen from the other end: one that turns the
+ * connection down (its own state changed since it sent it, a resync that
+ * must wait) no longer leaves the other end a sync target without a
+ * source.  Both send it only to a peer of version 12.
+ */
 #define DRBD_PROTO_VERSION_MIN  2
-#define DRBD_PROTO_VERSION_MAX  11
+#define DRBD_PROTO_VERSION_MAX  12
 /* The first version with DATA_REQUEST, DATA_REPLY and NEG_DREPLY */
 #define DRBD_PROTO_VERSION_READS 3
 /* The first version whose role changes all go through STATE_REQ */
@@ -97,6 +105,8 @@
 #define DRBD_PROTO_VERSION_TARGET_GEN 10
 /* The first version whose primary starts a generation when it detaches */
 #define DRBD_PROTO_VERSION_DETACH_GEN 11
+/* The first version with DECISION */
+#define DRBD_PROTO_VERSION_DECISION 12
 
 /*
  * The largest payload of any packet: a data packet of 1 MiB plus its
@@ -180,6 +190,8 @@ typedef enum DrbdCmd {
     DRBD_CMD_RESIZE_REPLY   = 35,
     /* pull-ahead (version 9), data channel: no more writes after this */
     DRBD_CMD_AHEAD          = 36,
+    /* version 12: the sender's outcome of the sync handshake */
+    DRBD_CMD_DECISION       = 37,
     DRBD_CMD__MAX,
 } DrbdCmd;
 
@@ -217,6 +229,25 @@ typedef struct DrbdRefuse {
     uint32_t reason;            /* DRBD_REFUSE_* */
     uint32_t node_id;           /* the refusing node's */
 } DrbdRefuse;
+
+/*
+ * A DECISION's outcome: the sync handshake's decision as the sender sees
+ * it, or that it turns the connection down (the reason is in its log)
+ */
+#define DRBD_DECISION_REFUSED       0
+#define DRBD_DECISION_NONE          1   /* in sync, no resync */
+#define DRBD_DECISION_SOURCE        2   /* bitmap-based, the sender sends */
+#define DRBD_DECISION_TARGET        3   /* bitmap-based, the sender receives */
+#define DRBD_DECISION_FULL_SOURCE   4
+#define DRBD_DECISION_FULL_TARGET   5
+#define DRBD_DECISION_MAX           DRBD_DECISION_FULL_TARGET
+/* The highest rule number a DECISION names (uuid.h's rules are below) */
+#define DRBD_DECISION_RULE_MAX      255
+
+typedef struct DrbdDecision {
+    uint32_t outcome;           /* DRBD_DECISION_* */
+    uint32_t rule;              /* the rule that decided, for the log */
+} DrbdDecision;
 
 typedef struct DrbdSizes {
     uint64_t disk_size;         /* bytes of usable data */
@@ -442,6 +473,7 @@ void drbd_wire_put_state_req(GByteArray *out, const DrbdStatePacket *s);
 void drbd_wire_put_state_reply(GByteArray *out, uint32_t result);
 void drbd_wire_put_new_uuid(GByteArray *out, uint64_t uuid);
 void drbd_wire_put_refuse(GByteArray *out, const DrbdRefuse *r);
+void drbd_wire_put_decision(GByteArray *out, const DrbdDecision *d);
 void drbd_wire_put_resize(GByteArray *out, uint64_t disk_size);
 /* @result: 0, or the errno (positive, below 4096) of a failed resize */
 void drbd_wire_put_resize_reply(GByteArray *out, uint32_t result);
@@ -520,6 +552,9 @@ int drbd_wire_get_resize_reply(const uint8_t *buf, size_t len,
 /* A REFUSE: a reason it knows, and a node id of 0 to 31 */
 int drbd_wire_get_refuse(const uint8_t *buf, size_t len, DrbdRefuse *r,
                          Error **errp);
+/* A DECISION: an outcome it knows, and a rule of 0 to 255 */
+int drbd_wire_get_decision(const uint8_t *buf, size_t len, DrbdDecision *d,
+                           Error **errp);
 int drbd_wire_get_data(uint16_t cmd, const uint8_t *buf, size_t len,
                        uint64_t disk_size, DrbdDataPacket *p, Error **errp);
 int drbd_wire_get_block_ack(uint16_t cmd, const uint8_t *buf, size_t len,

@@ -161,6 +161,18 @@ static bool decode_payload(WireState *ws, uint16_t cmd, const uint8_t *buf,
         }
         break;
     }
+    case DRBD_CMD_DECISION: {
+        DrbdDecision d;
+
+        ret = drbd_wire_get_decision(buf, len, &d, &err);
+        if (ret == 0) {
+            assert(d.outcome <= DRBD_DECISION_MAX);
+            assert(d.rule <= DRBD_DECISION_RULE_MAX);
+            drbd_wire_put_decision(pkt, &d);
+            assert_same(pkt, orig, total);
+        }
+        break;
+    }
     case DRBD_CMD_NEW_UUID: {
         uint64_t uuid;
 

@@ -219,6 +219,9 @@ static void gen_wire(void)
     hb = sparse_bitmap(DISK_SIZE / 4096);
     put_chunks(b, hb, DISK_SIZE / 4096, 4096, false);
     hbitmap_free(hb);
+    drbd_wire_put_decision(b, &(DrbdDecision) {
+        .outcome = DRBD_DECISION_SOURCE, .rule = 50,
+    });
     write_seed("wire", "handshake", b);
     g_byte_array_free(b, true);
 

@@ -799,6 +799,48 @@ static int coroutine_fn fake_hello(QIOChannelSocket *sioc, bool meta,
 }
 
 /*
+ * Version 12: read the node's DECISION, which must be @expected (any but
+ * a refusal if -1), and agree: answer with the same seen from this end
+ */
+static int coroutine_fn fake_decide(QIOChannelSocket *data, int64_t expected,
+                                    Error **errp)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    g_autofree uint8_t *payload = NULL;
+    DrbdDecision d;
+    uint32_t len;
+
+    if (fake_read(data, DRBD_CMD_DECISION, &payload, &len, errp) < 0 ||
+        drbd_wire_get_decision(payload, len, &d, errp) < 0) {
+        return -EIO;
+    }
+    if (d.outcome == DRBD_DECISION_REFUSED ||
+        (expected >= 0 && d.outcome != expected)) {
+        error_setg(errp, "the node decided %" PRIu32 ", not %" PRId64,
+                   d.outcome, expected);
+        return -EPROTO;
+    }
+    switch (d.outcome) {
+    case DRBD_DECISION_SOURCE:
+        d.outcome = DRBD_DECISION_TARGET;
+        break;
+    case DRBD_DECISION_TARGET:
+        d.outcome = DRBD_DECISION_SOURCE;
+        break;
+    case DRBD_DECISION_FULL_SOURCE:
+        d.outcome = DRBD_DECISION_FULL_TARGET;
+        break;
+    case DRBD_DECISION_FULL_TARGET:
+        d.outcome = DRBD_DECISION_FULL_SOURCE;
+        break;
+    default:
+        break;
+    }
+    drbd_wire_put_decision(pkt, &d);
+    return fake_write(data, pkt->data, pkt->len, errp);
+}
+
+/*
  * The rest of the handshake on the data channel, as a secondary whose
  * data is the generation A had before its promotion: A becomes connected
  * with nothing to resync
@@ -879,7 +921,7 @@ static int coroutine_fn fake_params(Hostile *h, Error **errp)
             goto out;
         }
     }
-    ret = 0;
+    ret = fake_decide(h->data, -1, errp);
 out:
     hbitmap_free(hb);
     return ret;
@@ -1728,7 +1770,9 @@ static int coroutine_fn fake_primary_params(FakePrimary *f, bool target,
             return -EIO;
         }
     }
-    return 0;
+    return fake_decide(f->data,
+                       target ? DRBD_DECISION_TARGET : DRBD_DECISION_NONE,
+                       errp);
 }
 
 static int coroutine_fn fake_primary_handshake(FakePrimary *f, void *arg,

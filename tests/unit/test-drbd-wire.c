@@ -336,6 +336,17 @@ static int decode_payload(uint16_t cmd, const uint8_t *buf, size_t len,
         }
         return ret;
     }
+    case DRBD_CMD_DECISION: {
+        DrbdDecision d;
+
+        ret = drbd_wire_get_decision(buf, len, &d, errp);
+        if (ret == 0) {
+            g_assert_cmpuint(len, ==, 8);
+            g_assert_cmpuint(d.outcome, <=, DRBD_DECISION_MAX);
+            g_assert_cmpuint(d.rule, <=, DRBD_DECISION_RULE_MAX);
+        }
+        return ret;
+    }
     case DRBD_CMD_STATE_REPLY: {
         uint32_t result;
 
@@ -618,6 +629,12 @@ static GPtrArray *valid_packets(void)
     pkt = g_byte_array_new();
     drbd_wire_put_refuse(pkt, &(DrbdRefuse) {
         .reason = DRBD_REFUSE_RESOURCE, .node_id = 3,
+    });
+    g_ptr_array_add(pkts, pkt);
+
+    pkt = g_byte_array_new();
+    drbd_wire_put_decision(pkt, &(DrbdDecision) {
+        .outcome = DRBD_DECISION_FULL_TARGET, .rule = 60,
     });
     g_ptr_array_add(pkts, pkt);
 
@@ -1017,6 +1034,53 @@ static void test_refuse(void)
     for (i = 0; i < sizeof(buf); i++) {
         if (i != 8) {
             assert_failed(drbd_wire_get_refuse(buf, i, &r, &err), &err);
+        }
+    }
+}
+
+/* DECISION: each outcome and rule round-trips; nothing else decodes */
+static void test_decision(void)
+{
+    g_autoptr(GByteArray) pkt = g_byte_array_new();
+    uint8_t buf[16] = { 0 };
+    const uint8_t *payload;
+    Error *err = NULL;
+    DrbdDecision d;
+    uint32_t outcome, rule;
+    size_t i;
+
+    for (outcome = 0; outcome <= DRBD_DECISION_MAX; outcome++) {
+        for (rule = 0; rule <= DRBD_DECISION_RULE_MAX; rule += 85) {
+            g_byte_array_set_size(pkt, 0);
+            drbd_wire_put_decision(pkt, &(DrbdDecision) {
+                .outcome = outcome, .rule = rule,
+            });
+            payload = check_header(pkt, DRBD_CMD_DECISION);
+            g_assert_cmpuint(pkt->len, ==, HDR + 8);
+            g_assert_cmpuint(ldl_be_p(payload), ==, outcome);
+            g_assert_cmpuint(ldl_be_p(payload + 4), ==, rule);
+            g_assert_cmpint(drbd_wire_get_decision(payload, 8, &d,
+                                                   &error_abort), ==, 0);
+            g_assert_cmpuint(d.outcome, ==, outcome);
+            g_assert_cmpuint(d.rule, ==, rule);
+        }
+    }
+    /* an unknown outcome, a rule out of range, every wrong length */
+    stl_be_p(buf, DRBD_DECISION_MAX + 1);
+    assert_failed_with(drbd_wire_get_decision(buf, 8, &d, &err), &err,
+                       "DECISION packet: unknown outcome 6");
+    stl_be_p(buf, UINT32_MAX);
+    assert_failed(drbd_wire_get_decision(buf, 8, &d, &err), &err);
+    stl_be_p(buf, DRBD_DECISION_TARGET);
+    stl_be_p(buf + 4, DRBD_DECISION_RULE_MAX + 1);
+    assert_failed_with(drbd_wire_get_decision(buf, 8, &d, &err), &err,
+                       "DECISION packet: rule 256 is above 255");
+    stl_be_p(buf + 4, UINT32_MAX);
+    assert_failed(drbd_wire_get_decision(buf, 8, &d, &err), &err);
+    stl_be_p(buf + 4, 60);
+    for (i = 0; i < sizeof(buf); i++) {
+        if (i != 8) {
+            assert_failed(drbd_wire_get_decision(buf, i, &d, &err), &err);
         }
     }
 }
@@ -3806,6 +3870,7 @@ int main(int argc, char **argv)
     g_test_add_func("/drbd-wire/read/round-trip", test_read_round_trip);
     g_test_add_func("/drbd-wire/new-uuid", test_new_uuid);
     g_test_add_func("/drbd-wire/refuse", test_refuse);
+    g_test_add_func("/drbd-wire/decision", test_decision);
     g_test_add_func("/drbd-wire/resize", test_resize);
     g_test_add_func("/drbd-wire/read/invalid", test_read_invalid);
     g_test_add_func("/drbd-wire/truncation", test_truncation);
