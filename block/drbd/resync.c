@@ -478,6 +478,37 @@ static bool coroutine_fn drbd_resync_csums(DrbdJob *dj, DrbdPeer *peer,
 }
 
 /*
+ * Whether this node, a secondary, resyncs a secondary peer while another
+ * peer is primary.  The handshake turns that down (handshake.c), but a
+ * node may have decided on it before its handshake with the primary
+ * ended: the primary's writes that reach this node then race the resync
+ * to the target, which may end with an older block than the primary
+ * wrote.  The primary resyncs each of them instead.
+ */
+static bool drbd_resync_beside_primary(DrbdPeer *peer)
+{
+    BDRVDrbdState *s = peer->s;
+    DrbdConnection *conn = peer->conn;
+    bool found = false;
+    unsigned i;
+
+    qemu_mutex_lock(&s->lock);
+    if (s->role != DRBD_ROLE_PRIMARY &&
+        conn->peer_role != DRBD_ROLE_PRIMARY) {
+        for (i = 0; i < s->nr_conns; i++) {
+            DrbdConnection *c = s->conns[i];
+
+            if (c != conn && (c->peer_role == DRBD_ROLE_PRIMARY ||
+                              c->hs_peer_primary)) {
+                found = true;
+            }
+        }
+    }
+    qemu_mutex_unlock(&s->lock);
+    return found;
+}
+
+/*
  * The resync of @peer's connection, in the job's run: every block marked
  * now goes to the peer, until the connection breaks or the job is
  * cancelled
@@ -517,6 +548,12 @@ static void coroutine_fn drbd_resync_run(DrbdJob *dj, DrbdPeer *peer)
         if (!drbd_resync_pause_point(dj, peer, &pc) ||
             !drbd_resync_wait(peer, peer->resync_chunks,
                               DRBD_RESYNC_WINDOW - 1, UINT_MAX)) {
+            return;
+        }
+        if (drbd_resync_beside_primary(peer)) {
+            drbd_peer_fail(peer, "a peer of this node is primary now: it "
+                           "resyncs the peer, not this node; connecting "
+                           "again");
             return;
         }
 
