@@ -894,6 +894,7 @@ void drbd_uuids_get_locked(DrbdConnection *conn, DrbdUuids *u);
 void drbd_uuids_set_locked(DrbdConnection *conn, const DrbdUuids *u);
 bool drbd_new_generation_locked(BDRVDrbdState *s, bool writes_continue,
                                 bool told);
+int drbd_other_primary_locked(DrbdConnection *conn);
 bool drbd_uuid_told_locked(DrbdConnection *c);
 /*
  * Before a write of a primary that lost a peer since its last one: the

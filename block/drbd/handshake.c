@@ -433,22 +433,6 @@ typedef struct DrbdHandshakeOutcome {
     bool peer_primary;          /* the peer said it is primary */
 } DrbdHandshakeOutcome;
 
-/* A peer of @conn's node, other than @conn's, that is primary; under lock */
-static int drbd_other_primary_locked(DrbdConnection *conn)
-{
-    BDRVDrbdState *s = conn->s;
-    unsigned i;
-
-    for (i = 0; i < s->nr_conns; i++) {
-        if (s->conns[i] != conn &&
-            (s->conns[i]->peer_role == DRBD_ROLE_PRIMARY ||
-             s->conns[i]->hs_peer_primary)) {
-            return s->conns[i]->peer_node_id;
-        }
-    }
-    return -1;
-}
-
 /*
  * Whether this node, a secondary with up-to-date data, is connected in
  * sync (no resync) to a primary peer other than @conn's: it is in that

@@ -489,21 +489,12 @@ static bool drbd_resync_beside_primary(DrbdPeer *peer)
 {
     BDRVDrbdState *s = peer->s;
     DrbdConnection *conn = peer->conn;
-    bool found = false;
-    unsigned i;
+    bool found;
 
     qemu_mutex_lock(&s->lock);
-    if (s->role != DRBD_ROLE_PRIMARY &&
-        conn->peer_role != DRBD_ROLE_PRIMARY) {
-        for (i = 0; i < s->nr_conns; i++) {
-            DrbdConnection *c = s->conns[i];
-
-            if (c != conn && (c->peer_role == DRBD_ROLE_PRIMARY ||
-                              c->hs_peer_primary)) {
-                found = true;
-            }
-        }
-    }
+    found = s->role != DRBD_ROLE_PRIMARY &&
+            conn->peer_role != DRBD_ROLE_PRIMARY &&
+            drbd_other_primary_locked(conn) >= 0;
     qemu_mutex_unlock(&s->lock);
     return found;
 }

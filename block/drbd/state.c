@@ -1150,3 +1150,22 @@ void drbd_resume_io(BDRVDrbdState *s)
     drbd_quorum_wake_locked(s);
     qemu_mutex_unlock(&s->lock);
 }
+
+/*
+ * A peer of @conn's node, other than @conn's, that is primary (or whose
+ * handshake says so): its node id, or -1.  Under s->lock.
+ */
+int drbd_other_primary_locked(DrbdConnection *conn)
+{
+    BDRVDrbdState *s = conn->s;
+    unsigned i;
+
+    for (i = 0; i < s->nr_conns; i++) {
+        if (s->conns[i] != conn &&
+            (s->conns[i]->peer_role == DRBD_ROLE_PRIMARY ||
+             s->conns[i]->hs_peer_primary)) {
+            return s->conns[i]->peer_node_id;
+        }
+    }
+    return -1;
+}
